@@ -1,0 +1,43 @@
+# softrnic top-level driver.  `make demo` and `make check` each do their own
+# set-up on a fresh Debian 12 machine: install missing packages (as root) or
+# print the apt-get line, configure, build, run.
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+BUILD_PKGS = cmake gcc make pkg-config libibverbs-dev librdmacm-dev libisal-dev
+TEST_PKGS = ibverbs-utils perftest rdmacm-utils iproute2 tshark
+DEMO_PKGS =
+
+.PHONY: all build deps deps-test configure demo check bench clean
+
+all: build
+
+deps:
+	@scripts/need-packages.sh $(BUILD_PKGS) $(DEMO_PKGS)
+
+deps-test:
+	@scripts/need-packages.sh $(BUILD_PKGS) $(TEST_PKGS)
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+configure: $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: deps
+	@$(MAKE) --no-print-directory build
+	@$(BUILD)/bin/softrnic-demo
+
+check: deps-test
+	@$(MAKE) --no-print-directory build
+	cd $(BUILD) && ctest --output-on-failure --timeout 600 -j 1
+
+bench: deps-test
+	@$(MAKE) --no-print-directory build
+	@bench/run.sh
+
+clean:
+	rm -rf $(BUILD)

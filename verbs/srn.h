@@ -1,0 +1,259 @@
+/* softrnic object model: one header for the objects every layer above the
+ * wire shares.  Each verbs object embeds the rdma-core struct the
+ * application sees as its first member, so the pointer handed out and the
+ * softrnic object are the same address (srn_from_ibv()).
+ *
+ * Locking: each CQ, QP and SRQ has its own mutex; the context's object
+ * tables have one mutex.  Lock order: qp -> cq (a QP completes into its CQs).
+ */
+#ifndef SRN_H
+#define SRN_H
+
+#include <infiniband/verbs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define srn_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define SRN_VENDOR_ID 0x5352 /* "SR": not a PCI vendor; software device */
+#define SRN_VENDOR_PART 0x0001
+#define SRN_MAX_GID 16
+#define SRN_ROCE_UDP_PORT 4791
+
+/* Engine limits, reported by ibv_query_device and enforced at creation. */
+enum srn_limits {
+	SRN_MAX_QP = 65536,
+	SRN_MAX_QP_WR = 16384,
+	SRN_MAX_SGE = 32,
+	SRN_MAX_INLINE = 256,
+	SRN_MAX_CQ = 16384,
+	SRN_MAX_CQE = 1 << 20,
+	SRN_MAX_MR = 1 << 20,
+	SRN_MAX_PD = 1 << 16,
+	SRN_MAX_SRQ = 16384,
+	SRN_MAX_SRQ_WR = 16384,
+	SRN_MAX_AH = 1 << 16,
+	SRN_MAX_RD_ATOM = 128, /* max_qp_rd_atom and max_qp_init_rd_atom */
+	SRN_MAX_MCAST_GRP = 8192,
+	SRN_MAX_MCAST_QP_ATTACH = 56,
+};
+#define SRN_MAX_MR_SIZE (1ULL << 40)
+#define SRN_MAX_MSG_SIZE (1U << 31) /* 2 GiB, as IBTA's DMA length allows */
+
+/* ---- device ------------------------------------------------------------ */
+
+/* One per network interface that is up and has an address (verbs/device.c). */
+struct srn_device {
+	struct ibv_device ibdev;     /* what ibv_get_device_list hands out */
+	char ifname[IF_NAMESIZE];    /* the interface, e.g. "lo" */
+	int ifindex;                 /* kernel interface index */
+	unsigned int if_mtu;         /* interface MTU in bytes */
+	uint8_t mac[6];              /* zero for loopback */
+	__be64 node_guid;            /* EUI-64 from the MAC (or from the name) */
+	int index;                   /* ibv_get_device_index() */
+	int num_gids;                /* valid entries in gid[] */
+	union ibv_gid gid[SRN_MAX_GID]; /* [0] = IPv4-mapped address, then IPv6 */
+	int gid_family[SRN_MAX_GID]; /* AF_INET or AF_INET6 per entry */
+};
+
+static inline struct srn_device *srn_dev(struct ibv_device *d)
+{
+	return srn_container_of(d, struct srn_device, ibdev);
+}
+
+/* IB MTU enum for the largest payload that fits the interface MTU after
+ * IP(v4 20 / v6 40) + UDP 8 + BTH 12 + largest ext header + ICRC. */
+enum ibv_mtu srn_dev_active_mtu(const struct srn_device *dev);
+
+/* ---- context ----------------------------------------------------------- */
+
+struct srn_engine;   /* transport/engine.h: packet I/O and timers */
+struct srn_async;    /* verbs/async.c: async event queue behind async_fd */
+
+struct srn_context {
+	struct verbs_context vctx;   /* ibv_context is vctx.context */
+	struct srn_device *dev;      /* the device this context opened */
+	struct srn_engine *engine;   /* this process's NIC engine for dev */
+	struct srn_async *async;     /* async events queue */
+	pthread_mutex_t lock;        /* guards the object tables below */
+	uint32_t key_seed;           /* random source for lkey/rkey key bits */
+	struct srn_mr **mrs;         /* MR table indexed by key >> 8 */
+	uint32_t mrs_cap;            /* slots in mrs[] */
+	struct srn_qp **qps;         /* local QPs, open-addressed by QPN */
+	uint32_t qps_cap;            /* slots in qps[] (power of two) */
+	atomic_uint num_objects;     /* live PDs, MRs, CQs, QPs... (leak check) */
+};
+
+static inline struct srn_context *srn_ctx(struct ibv_context *c)
+{
+	return srn_container_of(c, struct srn_context, vctx.context);
+}
+
+/* Ops table setup; each area fills the slots it implements.  Order in
+ * srn_open_device(): unsupported defaults first, then the areas. */
+void srn_ops_init_unsupported(struct verbs_context *vctx); /* verbs/unsupported.c */
+void srn_ops_init_device(struct verbs_context *vctx);      /* verbs/query.c */
+void srn_ops_init_datapath(struct verbs_context *vctx);    /* verbs/qp.c etc. */
+
+/* ---- PD, MR ------------------------------------------------------------ */
+
+struct srn_pd {
+	struct ibv_pd ibv;           /* handle = unique id within the context */
+	atomic_uint users;           /* MRs, QPs, AHs, SRQs holding it (EBUSY) */
+};
+
+struct srn_mr {
+	struct ibv_mr ibv;           /* addr/length/lkey/rkey as the app sees */
+	struct srn_pd *pd;           /* owning protection domain */
+	uint64_t iova;               /* first virtual address peers use */
+	uintptr_t vaddr;             /* where iova maps in this process */
+	uint64_t length;             /* bytes */
+	unsigned int access;         /* IBV_ACCESS_* flags */
+};
+
+/* Result of a memory check: one place maps it to NAK and WC status. */
+enum srn_mr_check {
+	SRN_MR_OK = 0,
+	SRN_MR_BAD_KEY,              /* no MR with this key */
+	SRN_MR_PD_MISMATCH,          /* MR belongs to another PD */
+	SRN_MR_NO_ACCESS,            /* access flag missing */
+	SRN_MR_OUT_OF_BOUNDS,        /* range not inside the MR */
+};
+
+/* Resolve (key, iova, len) for an access in pd; on SRN_MR_OK *out is the
+ * local pointer.  lkey checks pass access 0 (local read) or
+ * IBV_ACCESS_LOCAL_WRITE; rkey checks pass IBV_ACCESS_REMOTE_*.
+ * Takes and releases the context lock. */
+enum srn_mr_check srn_mr_resolve(struct srn_context *ctx, struct srn_pd *pd,
+				 uint32_t key, bool remote, uint64_t iova,
+				 uint64_t len, unsigned int access, void **out);
+
+/* ---- CQ ---------------------------------------------------------------- */
+
+struct srn_cq {
+	struct ibv_cq_ex ibv;        /* first fields are a struct ibv_cq */
+	pthread_mutex_t lock;        /* guards the ring and arming */
+	struct ibv_wc *ring;         /* completions, size entries */
+	uint32_t size;               /* ring capacity (>= cqe requested) */
+	uint32_t head, tail;         /* consumer and producer counters */
+	int armed;                   /* 0, or 1 = any, 2 = solicited only */
+	bool overrun;                /* a completion was lost: CQ in error */
+	atomic_uint users;           /* QPs and SRQs using it (EBUSY) */
+	struct ibv_wc cur;           /* start_poll/next_poll current entry */
+	uint64_t wc_flags;           /* ibv_create_cq_ex wc_flags */
+};
+
+/* Add one completion.  Fires the completion channel when armed (solicited
+ * only needs IBV_WC_... solicited).  On a full ring: marks overrun, raises
+ * IBV_EVENT_CQ_ERR once and returns -ENOSPC.  Takes cq->lock. */
+int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+/* ---- QP ---------------------------------------------------------------- */
+
+/* A send WQE as the transport sees it: a copy of the application's WR
+ * (the WR itself may be reused as soon as post_send returns). */
+struct srn_send_wqe {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	unsigned int send_flags;     /* IBV_SEND_* */
+	__be32 imm_data;             /* network order, as in the WR */
+	uint32_t num_sge;
+	struct ibv_sge sge[SRN_MAX_SGE]; /* lkey-based gather list */
+	uint64_t length;             /* sum of sge lengths (or inline bytes) */
+	uint8_t inline_data[SRN_MAX_INLINE]; /* copied when IBV_SEND_INLINE */
+	uint64_t remote_addr;        /* RDMA and atomics */
+	uint32_t rkey;
+	uint64_t compare_add;        /* atomic compare (CAS) or add (FADD) */
+	uint64_t swap;               /* atomic swap (CAS) */
+	struct ibv_ah *ah;           /* UD destination */
+	uint32_t remote_qpn, remote_qkey; /* UD destination */
+	/* transport state of this WQE */
+	uint32_t first_psn, last_psn;/* PSN range once started */
+	uint64_t sent;               /* bytes handed to the wire */
+	int state;                   /* transport/requester.c's WQE state */
+};
+
+struct srn_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct ibv_sge sge[SRN_MAX_SGE];
+	uint64_t length;             /* sum of sge lengths */
+};
+
+/* Ring of WQEs: the verbs layer produces, the transport consumes. */
+struct srn_wq {
+	void *wqe;                   /* array of max_wr entries */
+	uint32_t max_wr;             /* capacity */
+	uint32_t max_sge;            /* as created */
+	uint32_t head;               /* next to retire (completed) */
+	uint32_t next;               /* next to start (transport) */
+	uint32_t tail;               /* next free (producer) */
+};
+
+struct srn_qp_attr_cache {
+	struct ibv_qp_attr attr;     /* last values set through modify_qp */
+	int mask;                    /* attributes ever set */
+};
+
+struct srn_rc_state;             /* transport/: requester/responder/completer */
+
+struct srn_qp {
+	struct ibv_qp_ex ex;         /* ex.qp_base is the ibv_qp */
+	pthread_mutex_t lock;        /* guards everything below */
+	struct srn_context *ctx;
+	struct srn_pd *pd;
+	struct srn_cq *send_cq, *recv_cq;
+	struct ibv_srq *srq;         /* NULL unless attached to an SRQ */
+	struct srn_qp_attr_cache a;  /* attributes (state, PSNs, path, ...) */
+	struct ibv_qp_cap cap;       /* as granted */
+	bool sq_sig_all;
+	struct srn_wq sq;            /* struct srn_send_wqe */
+	struct srn_wq rq;            /* struct srn_recv_wqe */
+	struct srn_send_wqe *wr_cur; /* ibv_wr_* API: WQE being built */
+	int wr_err;                  /* ibv_wr_* API: first error in batch */
+	struct srn_rc_state *rc;     /* transport state, created at INIT */
+};
+
+static inline struct srn_qp *srn_qp(struct ibv_qp *q)
+{
+	return srn_container_of(q, struct srn_qp, ex.qp_base);
+}
+
+/* Local QP by number, or NULL.  Takes the context lock. */
+struct srn_qp *srn_qp_lookup(struct srn_context *ctx, uint32_t qpn);
+
+/* ---- verbs <-> transport hooks (transport/hooks.c implements) ----------- */
+
+/* Engine of a context: started by ibv_open_device, stopped at close. */
+int srn_engine_attach(struct srn_context *ctx);
+void srn_engine_detach(struct srn_context *ctx);
+
+/* QPN unique on the device across every process on the host (registry). */
+int srn_qpn_alloc(struct srn_context *ctx, uint32_t *qpn);
+void srn_qpn_free(struct srn_context *ctx, uint32_t qpn);
+
+/* Called with qp->lock held. */
+int srn_transport_qp_create(struct srn_qp *qp);   /* after the QP is built */
+void srn_transport_qp_destroy(struct srn_qp *qp); /* before it is freed */
+/* After modify_qp applied attributes; old = previous state. */
+void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mask);
+/* New send WQEs are between sq.next and sq.tail: start them. */
+void srn_transport_kick_sq(struct srn_qp *qp);
+/* New receive WQEs were posted (a responder in RNR may resume). */
+void srn_transport_kick_rq(struct srn_qp *qp);
+/* Called without the QP lock by poll_cq on an empty CQ: give the engine a
+ * chance to run inline (receive and process packets) instead of waiting. */
+void srn_transport_progress(struct srn_context *ctx);
+
+/* ---- async events ------------------------------------------------------ */
+
+/* Queue an async event for ibv_get_async_event; wakes async_fd. */
+void srn_async_post(struct srn_context *ctx, const struct ibv_async_event *ev);
+
+#endif
