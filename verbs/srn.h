@@ -147,6 +147,8 @@ struct srn_cq {
 	atomic_uint users;           /* QPs and SRQs using it (EBUSY) */
 	struct ibv_wc cur;           /* start_poll/next_poll current entry */
 	uint64_t wc_flags;           /* ibv_create_cq_ex wc_flags */
+	uint32_t comp_events_reported; /* events ibv_get_cq_event handed out
+					* (destroy waits until all are acked) */
 };
 
 /* Add one completion.  Fires the completion channel when armed (solicited
@@ -217,6 +219,8 @@ struct srn_qp {
 	struct srn_wq rq;            /* struct srn_recv_wqe */
 	struct srn_send_wqe *wr_cur; /* ibv_wr_* API: WQE being built */
 	int wr_err;                  /* ibv_wr_* API: first error in batch */
+	uint32_t wr_pending;         /* ibv_wr_* API: WQEs built since wr_start
+				      * (at sq.tail .. sq.tail + wr_pending) */
 	struct srn_rc_state *rc;     /* transport state, created at INIT */
 };
 

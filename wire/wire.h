@@ -46,6 +46,7 @@ enum wire_cap {
 	WIRE_IS_MIDDLE = 1u << 15,
 	WIRE_IS_LAST = 1u << 16,     /* ONLY opcodes are FIRST|LAST */
 	WIRE_IS_ACK = 1u << 17,      /* ACKNOWLEDGE */
+	WIRE_IS_ATOMIC_WRITE = 1u << 18, /* RDMA ATOMIC WRITE (IBTA 1.5) */
 };
 
 /* Transport service in the opcode's top 3 bits. */
@@ -81,6 +82,7 @@ enum wire_op {
 	WIRE_FETCH_ADD = 0x14,
 	WIRE_SEND_LAST_INV = 0x16,
 	WIRE_SEND_ONLY_INV = 0x17,
+	WIRE_ATOMIC_WRITE = 0x1d,    /* RETH + exactly 8 bytes of payload */
 };
 
 struct wire_opcode_info {
@@ -126,8 +128,9 @@ struct wire_pkt {
 	uint32_t msn;                /* 24 bits */
 	/* AtomicAckETH */
 	uint64_t orig;
-	/* ImmDt / IETH: kept in network order, as the WC wants it */
+	/* ImmDt: kept in network order, as ibv_wc.imm_data wants it */
 	uint32_t imm_be;
+	/* IETH: host order, like ibv_wc.invalidated_rkey */
 	uint32_t ieth_rkey;
 	/* DETH */
 	uint32_t qkey;
@@ -139,8 +142,10 @@ struct wire_pkt {
 };
 
 /* Decode a RoCE packet of len bytes (BTH .. ICRC inclusive).  Checks the
- * opcode is known, headers and pad fit, TVer is 0.  Does not check the
- * ICRC (see wire_icrc_*).  Returns 0 or -EBADMSG. */
+ * opcode is known, headers and pad fit, TVer is 0, and that opcodes without
+ * payload (ACK, READ_REQ, atomics) have nothing after their headers.  Does
+ * not check the ICRC (see wire_icrc_*).  Never reads outside buf[0..len).
+ * Returns 0 or -EBADMSG (pkt is then unspecified). */
 int wire_decode(const uint8_t *buf, size_t len, struct wire_pkt *pkt);
 
 /* Encode BTH and the extension headers the opcode carries, from pkt.
@@ -173,10 +178,23 @@ uint32_t wire_icrc(const struct wire_l3 *l3, const struct iovec *iov, int iovcnt
 
 /* Verify a received packet (BTH .. ICRC, len bytes) whose IPv4 ID is
  * unknown to us (UDP sockets hide it).  Tries l3->ip_id first, then solves
- * for the ID by CRC linearity.  Returns 0 and sets *id_out when some 16-bit
- * ID makes the ICRC match, -EBADMSG otherwise. */
+ * for the ID by CRC linearity (one extra ~32-step GF(2) multiply per set bit
+ * of the length, no second CRC pass).  Returns 0 and sets *id_out (may be
+ * NULL) when some 16-bit ID makes the ICRC match, -EBADMSG otherwise: so
+ * for IPv4 the ICRC is a 16-bit check, a random packet passes with chance
+ * 2^-16.  For IPv6 it is the full 32-bit check.  Put the found ID in the
+ * l3 given to net_pcap_write, so captures of received packets verify. */
 int wire_icrc_verify(const struct wire_l3 *l3, const uint8_t *pkt, size_t len,
 		     uint16_t *id_out);
+
+/* Write the IP and UDP headers that carry a RoCE packet of roce_len bytes
+ * (BTH .. ICRC inclusive): IPv4 (20 bytes, DF, no options) or IPv6 (40),
+ * then UDP (8).  With icrc_mask, the fields the ICRC does not cover are all
+ * ones (the ICRC's pseudo header); otherwise they are what the kernel sends
+ * (TOS 0, TTL l3->ttl_hop or 64, valid IPv4 checksum, UDP checksum 0).
+ * out must hold 48 bytes.  Returns the length written, 0 for a bad family. */
+size_t wire_l3_hdrs(uint8_t *out, const struct wire_l3 *l3, size_t roce_len,
+		    bool icrc_mask);
 
 /* ---- frames (for pcap and the test vectors) ------------------------------ */
 
@@ -188,7 +206,9 @@ int wire_frame_parse(const uint8_t *frame, size_t len, int linktype,
 
 /* Build Ethernet + IP + UDP headers in front of a RoCE packet of roce_len
  * bytes, as the kernel would send it (DF, TTL 64, UDP checksum 0).
- * Returns the header length written to out (<= WIRE_FRAME_HDR_MAX). */
+ * Returns the header length written to out (<= WIRE_FRAME_HDR_MAX), 0 if
+ * l3->family is neither AF_INET nor AF_INET6.  MACs are fake (02:00 + the
+ * address's last 4 bytes). */
 enum { WIRE_FRAME_HDR_MAX = 14 + 40 + 8 };
 size_t wire_frame_build(uint8_t *out, const struct wire_l3 *l3, size_t roce_len);
 

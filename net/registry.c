@@ -1,0 +1,204 @@
+/* net/registry: cross-process QPN table in shared memory (see registry.h).
+ *
+ * A slot is claimed with one 64-bit compare-and-swap of its owner word:
+ * pid in the high 32 bits, low 32 bits of the process start time (field 22
+ * of /proc/PID/stat, clock ticks since boot) below.  The start time tells a
+ * recycled pid from the process that claimed the slot.  Word 0 = free.
+ * The file is sparse: only pages with used slots cost memory.
+ */
+#include "net/registry.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+struct net_reg_slot {
+	_Atomic uint64_t owner;      /* pid << 32 | start time low 32; 0 = free */
+	_Atomic uint32_t where;      /* udp port << 16 | family; 0 = not yet set */
+	uint32_t pad;
+};
+
+struct net_registry {
+	struct net_reg_slot *slots;  /* NET_REG_SLOTS entries, shared */
+	uint64_t me;                 /* our owner word */
+};
+
+#define REG_BYTES (sizeof(struct net_reg_slot) * (size_t)NET_REG_SLOTS)
+
+/* Field 22 of /proc/PID/stat; 0 if the process is gone or a zombie (a
+ * SIGKILLed process not yet reaped by its parent owns nothing any more). */
+static uint64_t proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+	char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The command name (field 2) may hold spaces and parens: skip to
+	 * the last ')', then field 3 onwards is space separated. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
+		return 0;
+	for (int field = 3; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+static uint64_t owner_word(pid_t pid, uint64_t start)
+{
+	return (uint64_t)(uint32_t)pid << 32 | (uint32_t)start;
+}
+
+static bool owner_alive(uint64_t word)
+{
+	pid_t pid = (pid_t)(word >> 32);
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return false;
+	/* EPERM (other user) or alive: compare start times. */
+	return (uint32_t)proc_start_time(pid) == (uint32_t)word;
+}
+
+struct net_registry *net_registry_open(const char *devname)
+{
+	struct net_registry *reg;
+	char path[128];
+	struct stat st;
+	void *map;
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/softrnic-%s-v1", devname);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return NULL;
+	/* Two processes may race here: both extend to the same size. */
+	if (fstat(fd, &st) < 0 ||
+	    ((size_t)st.st_size < REG_BYTES && ftruncate(fd, REG_BYTES) < 0)) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	map = mmap(NULL, REG_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return NULL;
+	reg = calloc(1, sizeof(*reg));
+	if (!reg) {
+		munmap(map, REG_BYTES);
+		errno = ENOMEM;
+		return NULL;
+	}
+	reg->slots = map;
+	reg->me = owner_word(getpid(), proc_start_time(getpid()));
+	return reg;
+}
+
+void net_registry_close(struct net_registry *reg)
+{
+	if (!reg)
+		return;
+	munmap(reg->slots, REG_BYTES);
+	free(reg);
+}
+
+static bool try_claim(struct net_registry *reg, uint32_t i, uint32_t where)
+{
+	struct net_reg_slot *s = &reg->slots[i];
+	uint64_t cur = atomic_load(&s->owner);
+
+	if (cur != 0 && (cur == reg->me || owner_alive(cur)))
+		return false;
+	if (!atomic_compare_exchange_strong(&s->owner, &cur, reg->me))
+		return false;
+	/* Readers treat where == 0 as "not ready"; set after the claim. */
+	atomic_store_explicit(&s->where, where, memory_order_release);
+	return true;
+}
+
+int net_registry_alloc(struct net_registry *reg, uint16_t port, int family,
+		       uint32_t *qpn)
+{
+	const uint32_t span = NET_REG_SLOTS - NET_REG_FIRST_QPN;
+	uint32_t where = (uint32_t)port << 16 | (uint16_t)family;
+	uint32_t start;
+
+	/* A fork()ed child inherits the parent's owner word: refresh it. */
+	if ((pid_t)(reg->me >> 32) != getpid())
+		reg->me = owner_word(getpid(), proc_start_time(getpid()));
+	if (getrandom(&start, sizeof(start), GRND_NONBLOCK) != sizeof(start))
+		start = (uint32_t)time(NULL) ^ (uint32_t)getpid() * 2654435761u;
+	start %= span;
+	for (uint32_t k = 0; k < span; k++) {
+		uint32_t i = NET_REG_FIRST_QPN + (start + k) % span;
+
+		if (try_claim(reg, i, where)) {
+			*qpn = i;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+void net_registry_free(struct net_registry *reg, uint32_t qpn)
+{
+	struct net_reg_slot *s;
+	uint64_t me = reg->me;
+
+	if (qpn < NET_REG_FIRST_QPN || qpn >= NET_REG_SLOTS)
+		return;
+	s = &reg->slots[qpn];
+	atomic_store(&s->where, 0);
+	atomic_compare_exchange_strong(&s->owner, &me, 0);
+}
+
+int net_registry_lookup(struct net_registry *reg, uint32_t qpn,
+			uint16_t *port, int *family)
+{
+	uint32_t where;
+
+	if (qpn < NET_REG_FIRST_QPN || qpn >= NET_REG_SLOTS)
+		return -ENOENT;
+	if (atomic_load(&reg->slots[qpn].owner) == 0)
+		return -ENOENT;
+	where = atomic_load_explicit(&reg->slots[qpn].where, memory_order_acquire);
+	if (where == 0)
+		return -ENOENT;
+	*port = (uint16_t)(where >> 16);
+	*family = (int)(where & 0xffff);
+	return 0;
+}
+
+int net_registry_owner(struct net_registry *reg, uint32_t qpn)
+{
+	if (qpn >= NET_REG_SLOTS)
+		return 0;
+	return (int)(atomic_load(&reg->slots[qpn].owner) >> 32);
+}

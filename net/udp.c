@@ -1,0 +1,267 @@
+/* net/udp: UDP socket I/O for the engine (see udp.h). */
+#include "net/udp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/ip.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "verbs/srn.h"
+
+enum { UDP_BUF_WANT = 8 << 20, UDP_BATCH_MAX = 64 };
+
+#ifndef UDP_NO_CHECK6_RX
+#define UDP_NO_CHECK6_RX 102
+#endif
+
+static socklen_t to_sockaddr(const struct net_addr *a, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(a->port);
+		memcpy(&s4->sin_addr, a->ip, 4);
+		return sizeof(*s4);
+	}
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+	s6->sin6_family = AF_INET6;
+	s6->sin6_port = htons(a->port);
+	memcpy(&s6->sin6_addr, a->ip, 16);
+	return sizeof(*s6);
+}
+
+static void from_sockaddr(const struct sockaddr_storage *ss, struct net_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+
+		a->family = AF_INET;
+		a->port = ntohs(s4->sin_port);
+		memcpy(a->ip, &s4->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+		a->family = AF_INET6;
+		a->port = ntohs(s6->sin6_port);
+		memcpy(a->ip, &s6->sin6_addr, 16);
+	}
+}
+
+/* Ask for big buffers; the kernel caps them at net.core.[rw]mem_max. */
+static int grow_buf(int fd, int opt, const char *name)
+{
+	static bool warned;
+	int v = UDP_BUF_WANT, got = 0;
+	socklen_t l = sizeof(got);
+
+	setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
+	getsockopt(fd, SOL_SOCKET, opt, &got, &l);
+	/* Linux reports twice the value it accounts against. */
+	if (got < UDP_BUF_WANT && !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+		fprintf(stderr, "softrnic: UDP %s capped at %d bytes (raise "
+			"net.core.%s_max for more bandwidth)\n", name, got,
+			opt == SO_RCVBUF ? "rmem" : "wmem");
+	return got;
+}
+
+int net_udp_open(struct net_udp *u, int family, const uint8_t *ip)
+{
+	struct sockaddr_storage ss;
+	struct net_addr a = { .family = family, .port = SRN_ROCE_UDP_PORT };
+	socklen_t len;
+	int fd, on = 1;
+
+	u->fd = -1;
+	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (family == AF_INET) {
+		/* DF: the kernel then gives unconnected sends IPv4 ID 0, the
+		 * value the ICRC is computed with (WIRE.md). */
+		int pmtu = IP_PMTUDISC_DO;
+
+		memcpy(a.ip, ip, 4);
+		setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+		setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
+	} else {
+		int pmtu = IPV6_PMTUDISC_DO;
+
+		memcpy(a.ip, ip, 16);
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+		setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+		setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on));
+		/* RoCE peers send UDP checksum 0 (WIRE.md). */
+		setsockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, &on, sizeof(on));
+	}
+	u->sndbuf = grow_buf(fd, SO_SNDBUF, "wmem");
+	u->rcvbuf = grow_buf(fd, SO_RCVBUF, "rmem");
+
+	/* No SO_REUSEADDR: on UDP it would let a second process bind 4791
+	 * too and steal our packets.  4791 goes to whoever is first. */
+	len = to_sockaddr(&a, &ss);
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0) {
+		a.port = 0;
+		len = to_sockaddr(&a, &ss);
+		if (bind(fd, (struct sockaddr *)&ss, len) < 0) {
+			int e = errno;
+
+			close(fd);
+			return -e;
+		}
+	}
+	len = sizeof(ss);
+	getsockname(fd, (struct sockaddr *)&ss, &len);
+	from_sockaddr(&ss, &u->local);
+	u->fd = fd;
+	return 0;
+}
+
+void net_udp_close(struct net_udp *u)
+{
+	if (u->fd >= 0)
+		close(u->fd);
+	u->fd = -1;
+}
+
+int net_udp_send(struct net_udp *u, const struct net_addr *to,
+		 const struct iovec *iov, int iovcnt)
+{
+	struct sockaddr_storage ss;
+	struct msghdr mh = { 0 };
+
+	mh.msg_namelen = to_sockaddr(to, &ss);
+	mh.msg_name = &ss;
+	mh.msg_iov = (struct iovec *)iov;
+	mh.msg_iovlen = (size_t)iovcnt;
+	for (;;) {
+		if (sendmsg(u->fd, &mh, MSG_DONTWAIT) >= 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno == EWOULDBLOCK || errno == ENOBUFS)
+			return -EAGAIN;
+		return -errno;
+	}
+}
+
+bool net_udp_wait_writable(struct net_udp *u, int timeout_ms)
+{
+	struct pollfd p = { .fd = u->fd, .events = POLLOUT };
+
+	return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLOUT);
+}
+
+int net_udp_recv_batch(struct net_udp *u, struct net_udp_msg *msgs, int n)
+{
+	struct mmsghdr mm[UDP_BATCH_MAX];
+	struct iovec iov[UDP_BATCH_MAX];
+	struct sockaddr_storage from[UDP_BATCH_MAX];
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		struct cmsghdr align;
+	} ctl[UDP_BATCH_MAX];
+	int got;
+
+	if (n > UDP_BATCH_MAX)
+		n = UDP_BATCH_MAX;
+	memset(mm, 0, sizeof(mm[0]) * (size_t)n);
+	for (int i = 0; i < n; i++) {
+		iov[i].iov_base = msgs[i].buf;
+		iov[i].iov_len = msgs[i].cap;
+		mm[i].msg_hdr.msg_iov = &iov[i];
+		mm[i].msg_hdr.msg_iovlen = 1;
+		mm[i].msg_hdr.msg_name = &from[i];
+		mm[i].msg_hdr.msg_namelen = sizeof(from[i]);
+		mm[i].msg_hdr.msg_control = ctl[i].buf;
+		mm[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
+	}
+	do
+		got = recvmmsg(u->fd, mm, (unsigned int)n, MSG_DONTWAIT, NULL);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -errno;
+
+	for (int i = 0; i < got; i++) {
+		struct net_udp_msg *m = &msgs[i];
+
+		m->len = mm[i].msg_len;
+		m->truncated = mm[i].msg_hdr.msg_flags & MSG_TRUNC;
+		from_sockaddr(&from[i], &m->from);
+		m->to = u->local;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mm[i].msg_hdr); c;
+		     c = CMSG_NXTHDR(&mm[i].msg_hdr, c)) {
+			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+				struct in_pktinfo pi;
+
+				memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+				memcpy(m->to.ip, &pi.ipi_addr, 4);
+			} else if (c->cmsg_level == IPPROTO_IPV6 &&
+				   c->cmsg_type == IPV6_PKTINFO) {
+				struct in6_pktinfo pi;
+
+				memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+				memcpy(m->to.ip, &pi.ipi6_addr, 16);
+			}
+		}
+	}
+	return got;
+}
+
+/* ---- local addresses ------------------------------------------------------ */
+
+enum { LOCAL_MAX = 64 };
+static struct {
+	pthread_once_t once;
+	int n;
+	struct net_addr a[LOCAL_MAX];
+} local_addrs = { .once = PTHREAD_ONCE_INIT };
+
+static void read_local_addrs(void)
+{
+	struct ifaddrs *ifa, *i;
+
+	if (getifaddrs(&ifa) < 0)
+		return;
+	for (i = ifa; i && local_addrs.n < LOCAL_MAX; i = i->ifa_next) {
+		struct net_addr *a = &local_addrs.a[local_addrs.n];
+
+		if (!i->ifa_addr)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			a->family = AF_INET;
+			memcpy(a->ip, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+			local_addrs.n++;
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			a->family = AF_INET6;
+			memcpy(a->ip, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+			local_addrs.n++;
+		}
+	}
+	freeifaddrs(ifa);
+}
+
+bool net_addr_is_local(int family, const uint8_t *ip)
+{
+	static const uint8_t loop6[16] = { [15] = 1 };
+
+	if (family == AF_INET && ip[0] == 127)
+		return true;
+	if (family == AF_INET6 && !memcmp(ip, loop6, 16))
+		return true;
+	pthread_once(&local_addrs.once, read_local_addrs);
+	for (int i = 0; i < local_addrs.n; i++)
+		if (local_addrs.a[i].family == family &&
+		    !memcmp(local_addrs.a[i].ip, ip, family == AF_INET ? 4 : 16))
+			return true;
+	return false;
+}

@@ -1,0 +1,58 @@
+/* net/udp: the only code that knows sockets.  One non-blocking UDP socket
+ * per engine, bound to the device's address; packets leave with sendmsg
+ * (gathered straight from registered memory) and arrive in recvmmsg
+ * batches together with the address they were sent to (IP_PKTINFO). */
+#ifndef NET_UDP_H
+#define NET_UDP_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+/* An IP endpoint: family + address bytes (IPv4 in the first 4) + port. */
+struct net_addr {
+	int family;                  /* AF_INET or AF_INET6 */
+	uint8_t ip[16];
+	uint16_t port;               /* host order */
+};
+
+struct net_udp {
+	int fd;                      /* -1 when closed */
+	struct net_addr local;       /* bound address and port */
+	int rcvbuf, sndbuf;          /* as granted by the kernel */
+};
+
+/* Bind to ip (family AF_INET: 4 bytes; AF_INET6: 16), port 4791 if free,
+ * else an ephemeral port.  0 or -errno. */
+int net_udp_open(struct net_udp *u, int family, const uint8_t *ip);
+void net_udp_close(struct net_udp *u);
+
+/* Send one datagram gathered from iov.  0, -EAGAIN (socket buffer full:
+ * try again later) or another -errno. */
+int net_udp_send(struct net_udp *u, const struct net_addr *to,
+		 const struct iovec *iov, int iovcnt);
+
+/* Wait until the socket can take more (bounded by timeout_ms).  True if it can. */
+bool net_udp_wait_writable(struct net_udp *u, int timeout_ms);
+
+/* One received datagram. */
+struct net_udp_msg {
+	uint8_t *buf;                /* caller-owned buffer */
+	uint32_t cap;                /* its size */
+	uint32_t len;                /* bytes received */
+	bool truncated;              /* datagram was longer than cap */
+	struct net_addr from;        /* sender */
+	struct net_addr to;          /* address it was sent to (port = ours) */
+};
+
+/* Receive up to n datagrams without blocking.  Returns how many (0 when
+ * nothing is waiting) or -errno. */
+int net_udp_recv_batch(struct net_udp *u, struct net_udp_msg *msgs, int n);
+
+/* True if ip is an address of this host (127.0.0.0/8, ::1, or any
+ * interface's address; the list is read once). */
+bool net_addr_is_local(int family, const uint8_t *ip);
+
+#endif

@@ -1,0 +1,178 @@
+/* Black-box checks of the async event channel: async_fd is a real
+ * descriptor that poll/epoll accept, is not readable with no events, and
+ * ibv_get_async_event honours O_NONBLOCK set by the application (-1,
+ * EAGAIN) and returns no event while none was raised.  Acking a port
+ * event (no object) is harmless.  Then a real event: an RC QP connected
+ * to itself overruns a tiny CQ with signalled RDMA WRITEs, which must
+ * raise IBV_EVENT_CQ_ERR on that CQ, make async_fd readable, and be
+ * counted by ibv_ack_async_event (skipped if the data path is missing). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+static int fails, checks;
+
+#define CHECK(cond, ...) do {                                         \
+	checks++;                                                      \
+	if (cond) {                                                    \
+		printf("ok   - " __VA_ARGS__);                         \
+	} else {                                                       \
+		fails++;                                               \
+		printf("FAIL - " __VA_ARGS__);                         \
+		printf("       (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
+	}                                                              \
+	printf("\n");                                                  \
+} while (0)
+
+/* RC QP looped back to itself on GID 0 of port 1. */
+static int connect_self(struct ibv_qp *qp, struct ibv_context *ctx)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	if (ibv_query_gid(ctx, 1, 0, &a.ah_attr.grh.dgid))
+		return -1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			  IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) ? -1 : 0;
+}
+
+static void t_cq_overrun(struct ibv_context *ctx)
+{
+	enum { NWR = 40 };
+	static char buf[4096];
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf),
+					    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : NULL;
+	struct ibv_cq *cq = mr ? ibv_create_cq(ctx, 1, NULL, NULL, 0) : NULL;
+	struct ibv_qp_init_attr qa = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = NWR, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = cq ? ibv_create_qp(pd, &qa) : NULL;
+	struct ibv_async_event ev;
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	int posted = 0;
+
+	if (!qp || cq->cqe >= NWR - 2 || connect_self(qp, ctx)) {
+		printf("SKIP: CQ overrun event (data path not available: %s)\n", strerror(errno));
+		goto out;
+	}
+	for (int i = 0; i < NWR - 1 && i < cq->cqe + 4; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { .remote_addr = (uintptr_t)buf + 2048, .rkey = mr->rkey },
+		}, *bad;
+
+		if (ibv_post_send(qp, &wr, &bad))
+			break;
+		posted++;
+	}
+	CHECK(posted > cq->cqe, "posted %d signalled WRITEs to a CQ of %d", posted, cq->cqe);
+	/* Never polling the CQ: the engine completes the WRITEs on its own. */
+	CHECK(poll(&pfd, 1, 3000) == 1, "async_fd becomes readable on overrun");
+	memset(&ev, 0, sizeof(ev));
+	CHECK(ibv_get_async_event(ctx, &ev) == 0, "ibv_get_async_event returns the event");
+	CHECK(ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq,
+	      "event is IBV_EVENT_CQ_ERR on our CQ (type %d)", ev.event_type);
+	if (ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq) {
+		ibv_ack_async_event(&ev);
+		CHECK(cq->async_events_completed == 1, "ack counted on the CQ");
+	}
+	/* Drain what else the overrun may legitimately raise (QP events). */
+	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	for (int i = 0; i < 100 && ibv_get_async_event(ctx, &ev) == 0; i++) {
+		printf("       (then event type %d)\n", ev.event_type);
+		ibv_ack_async_event(&ev);
+	}
+	CHECK(errno == EAGAIN, "drained: -1/EAGAIN");
+	CHECK(poll(&pfd, 1, 0) == 0, "async_fd not readable once the queue is empty");
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (pd)
+		ibv_dealloc_pd(pd);
+}
+
+int main(void)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_async_event ev;
+	struct pollfd pfd;
+	struct epoll_event ee = { .events = EPOLLIN }, out;
+	int ep, fl;
+
+	setenv("SOFTRNIC_DEVICES", "lo", 1);
+	list = ibv_get_device_list(NULL);
+	if (!list || !list[0]) {
+		printf("SKIP: no device\n");
+		return 77;
+	}
+	ctx = ibv_open_device(list[0]);
+	CHECK(ctx != NULL, "open %s", ibv_get_device_name(list[0]));
+	if (!ctx)
+		return 1;
+	fl = fcntl(ctx->async_fd, F_GETFL);
+	CHECK(fl >= 0, "async_fd is a valid descriptor");
+	CHECK(!(fl & O_NONBLOCK), "async_fd is blocking until the application says otherwise");
+	pfd.fd = ctx->async_fd;
+	pfd.events = POLLIN;
+	CHECK(poll(&pfd, 1, 50) == 0, "async_fd not readable without events");
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, ctx->async_fd, &ee) == 0, "epoll accepts async_fd");
+	CHECK(epoll_wait(ep, &out, 1, 20) == 0, "epoll: nothing pending");
+	close(ep);
+	CHECK(fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0, "set O_NONBLOCK");
+	errno = 0;
+	CHECK(ibv_get_async_event(ctx, &ev) == -1 && errno == EAGAIN,
+	      "non-blocking ibv_get_async_event with no event -> -1/EAGAIN");
+	memset(&ev, 0, sizeof(ev));
+	ev.event_type = IBV_EVENT_PORT_ACTIVE;
+	ev.element.port_num = 1;
+	ibv_ack_async_event(&ev);
+	CHECK(1, "acking a port event is harmless");
+	CHECK(fcntl(ctx->async_fd, F_SETFL, fl) == 0, "back to blocking");
+	t_cq_overrun(ctx);
+	CHECK(ibv_close_device(ctx) == 0, "close");
+	ibv_free_device_list(list);
+	printf("%d checks, %d failed\n", checks, fails);
+	return fails ? 1 : 0;
+}

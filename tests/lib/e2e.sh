@@ -1,0 +1,42 @@
+# Shared helpers for tests/e2e/*.sh (sourced, not run).
+# Every spawned process is bounded by `timeout` and reaped before return.
+set -u
+SRN_BUILD=${SRN_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../build" && pwd)}
+SRN_SOURCE=${SRN_SOURCE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+SOFTRNIC="$SRN_BUILD/bin/softrnic"
+T_TMP=$(mktemp -d /tmp/srn-e2e.XXXXXX)
+trap 'rm -rf "$T_TMP"' EXIT
+T_FAILS=0
+T_PASSES=0
+
+t_skip() { echo "SKIP: $*"; exit 77; }
+t_need() { for p in "$@"; do command -v "$p" >/dev/null 2>&1 || t_skip "$p not installed"; done; }
+t_pass() { echo "ok   - $*"; T_PASSES=$((T_PASSES + 1)); }
+t_fail() { echo "FAIL - $*"; T_FAILS=$((T_FAILS + 1)); }
+t_done() {
+	echo "$T_PASSES passed, $T_FAILS failed"
+	[ "$T_FAILS" -eq 0 ]
+}
+
+# A TCP port for the out-of-band exchange, distinct per test run.
+t_port() { echo $(( 20000 + (RANDOM % 20000) )); }
+
+# t_pair NAME SECS "SERVER CMD" "CLIENT CMD": runs both through softrnic,
+# the client after the server listens; both must exit 0.  Output goes to
+# $T_TMP/NAME.{server,client}.  Returns 0 when both succeed.
+t_pair() {
+	local name=$1 secs=$2 scmd=$3 ccmd=$4 spid srv cli
+	timeout -k 2 "$secs" "$SOFTRNIC" run -- $scmd >"$T_TMP/$name.server" 2>&1 &
+	spid=$!
+	sleep 0.3
+	timeout -k 2 "$secs" "$SOFTRNIC" run -- $ccmd >"$T_TMP/$name.client" 2>&1
+	cli=$?
+	wait $spid
+	srv=$?
+	if [ $srv -ne 0 ] || [ $cli -ne 0 ]; then
+		echo "  server ($scmd) exit $srv:"; sed 's/^/    | /' "$T_TMP/$name.server" | tail -15
+		echo "  client ($ccmd) exit $cli:"; sed 's/^/    | /' "$T_TMP/$name.client" | tail -15
+		return 1
+	fi
+	return 0
+}

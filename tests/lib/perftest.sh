@@ -1,0 +1,20 @@
+# Runs one perftest program (server + client on srn_lo through softrnic)
+# in the configurations issue 3 asks for; perftest's own checks decide:
+# both sides exit 0 and the client prints a full result table.
+# Usage (from a test script): perftest_suite PROG "extra configs..."
+. "$(dirname "${BASH_SOURCE[0]}")/e2e.sh"
+
+perftest_one() { # prog label args...
+	local prog=$1 label=$2; shift 2
+	local port; port=$(t_port)
+	local common="-d srn_lo -x 0 -F -p $port $*"
+	if t_pair "$prog$port" 240 "$prog $common" "$prog $common 127.0.0.1" &&
+	   grep -q "#bytes" "$T_TMP/$prog$port.client" &&
+	   [ "$(grep -cE '^ +[0-9]+ +[0-9]+ ' "$T_TMP/$prog$port.client")" -ge 1 ]; then
+		local rows; rows=$(grep -cE '^ +[0-9]+ +[0-9]+ ' "$T_TMP/$prog$port.client")
+		t_pass "$prog $label ($rows result rows)"
+		grep -E '^ +[0-9]+ +[0-9]+ ' "$T_TMP/$prog$port.client" | tail -2 | sed 's/^/       /'
+	else
+		t_fail "$prog $label"
+	fi
+}

@@ -1,0 +1,119 @@
+/* softrnic run [OPTIONS] -- CMD [ARGS...]: runs an unmodified verbs program
+ * on softrnic.  It only prepends softrnic's library directory to
+ * LD_LIBRARY_PATH (so the program's libibverbs.so.1 and librdmacm.so.1
+ * are ours) and sets SOFTRNIC_* options, then execs: the exit status is
+ * the program's own.  Other SOFTRNIC_* variables pass through unchanged. */
+#include "tools/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void run_usage(FILE *out)
+{
+	fprintf(out, "usage: softrnic run [OPTIONS] [--] CMD [ARGS...]\n"
+		"Runs CMD with softrnic as its libibverbs/librdmacm.\n"
+		"  --devices LIST   set SOFTRNIC_DEVICES (IFNAME[=DEVNAME],...)\n"
+		"  --log LEVEL      set SOFTRNIC_LOG (e.g. debug)\n"
+		"  --pcap FILE      set SOFTRNIC_PCAP (capture every packet)\n"
+		"Exit status: CMD's, or 127 if CMD is not found.\n");
+}
+
+static int has_lib(const char *dir)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/libibverbs.so.1", dir) >= (int)sizeof(path))
+		return 0;
+	return access(path, R_OK) == 0;
+}
+
+/* <dir of this executable>/../lib (build tree), else ../lib/softrnic
+ * (installed: kept out of the system's library path). */
+static int find_libdir(char out[PATH_MAX])
+{
+	char exe[PATH_MAX], *dir;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	dir = dirname(exe);
+	if (snprintf(out, PATH_MAX, "%s/../lib", dir) < PATH_MAX && has_lib(out))
+		return 0;
+	if (snprintf(out, PATH_MAX, "%s/../lib/softrnic", dir) < PATH_MAX && has_lib(out))
+		return 0;
+	return -1;
+}
+
+static int prepend_libdir(void)
+{
+	char libdir[PATH_MAX], real[PATH_MAX];
+	const char *old = getenv("LD_LIBRARY_PATH");
+	char *val;
+	int rc;
+
+	if (find_libdir(libdir)) {
+		cli_err("run: cannot find softrnic's libibverbs.so.1 next to this program");
+		return -1;
+	}
+	if (realpath(libdir, real))
+		memcpy(libdir, real, sizeof(real));
+	if (old && *old)
+		rc = asprintf(&val, "%s:%s", libdir, old);
+	else
+		rc = asprintf(&val, "%s", libdir);
+	if (rc < 0)
+		return -1;
+	rc = setenv("LD_LIBRARY_PATH", val, 1);
+	free(val);
+	return rc;
+}
+
+static int run_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "devices", required_argument, NULL, 'D' },
+		{ "log", required_argument, NULL, 'L' },
+		{ "pcap", required_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	/* "+": stop at CMD, so CMD's own options are left alone. */
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'D': setenv("SOFTRNIC_DEVICES", optarg, 1); break;
+		case 'L': setenv("SOFTRNIC_LOG", optarg, 1); break;
+		case 'P': setenv("SOFTRNIC_PCAP", optarg, 1); break;
+		case 'h': run_usage(stdout); return 0;
+		default: run_usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		cli_err("run: no command given (softrnic run -- CMD [ARGS...])");
+		return 2;
+	}
+	if (prepend_libdir())
+		return 1;
+	execvp(argv[optind], argv + optind);
+	if (errno == ENOENT) {
+		cli_err("%s: command not found", argv[optind]);
+		return 127;
+	}
+	cli_err("%s: %s", argv[optind], strerror(errno));
+	return 126;
+}
+
+const struct cli_cmd cli_run = {
+	.name = "run",
+	.summary = "run a verbs program on softrnic: run -- CMD [ARGS...]",
+	.run = run_run,
+	.usage = run_usage,
+};

@@ -1,0 +1,367 @@
+/* transport/completer: responses (ACK, NAK, read responses, atomic ACKs)
+ * -> retire send WQEs in order -> completions; retransmission on
+ * PSN-sequence NAK and timeout (go-back-N), RNR waits, error completions.
+ * IBTA Vol 1 9.7.5 (requester side). */
+#include <string.h>
+
+#include "transport/rc.h"
+
+/* IBTA Table 45: RNR NAK timer codes, in units of 10 us. */
+static const uint32_t rnr_10us[32] = {
+	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
+	256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
+	12288, 16384, 24576, 32768, 49152,
+};
+
+static void push_send_wc(struct srn_rc_state *rc, struct srn_send_wqe *w,
+			 enum ibv_wc_status st)
+{
+	struct srn_qp *qp = rc->qp;
+	struct ibv_wc wc;
+
+	if (st == IBV_WC_SUCCESS && !qp->sq_sig_all &&
+	    !(w->send_flags & IBV_SEND_SIGNALED))
+		return;
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = w->wr_id;
+	wc.status = st;
+	wc.opcode = rc_wc_opcode(w->opcode);
+	wc.qp_num = rc->qpn;
+	if (rc_is_atomic(w))
+		wc.byte_len = 8;
+	else
+		wc.byte_len = (uint32_t)w->length;
+	srn_cq_push(qp->send_cq, &wc, false);
+}
+
+void completer_fail(struct srn_rc_state *rc, enum ibv_wc_status st)
+{
+	struct srn_qp *qp = rc->qp;
+
+	if (qp->sq.head != qp->sq.tail) {
+		struct srn_send_wqe *w = rc_sq(qp, qp->sq.head);
+
+		push_send_wc(rc, w, st);
+		w->state = WQE_NEW;
+		qp->sq.head++;
+		if ((int32_t)(qp->sq.next - qp->sq.head) < 0)
+			qp->sq.next = qp->sq.head;
+	}
+	srn_dbg(rc->eng, "qp %u: error completion %s", rc->qpn, ibv_wc_status_str(st));
+	rc_qp_error(rc, IBV_EVENT_QP_FATAL);
+}
+
+/* Retire finished WQEs from the head, in order. */
+static void retire(struct srn_rc_state *rc)
+{
+	struct srn_qp *qp = rc->qp;
+
+	while (qp->sq.head != qp->sq.next) {
+		struct srn_send_wqe *w = rc_sq(qp, qp->sq.head);
+
+		if (rc_is_rd_atomic(w)) {
+			if (!(w->state & WQE_DONE))
+				break;
+			rc->rd_out--;
+		} else if (wire_psn_diff(w->last_psn, rc->una_psn) >= 0) {
+			break;
+		}
+		push_send_wc(rc, w, IBV_WC_SUCCESS);
+		w->state = WQE_NEW;
+		qp->sq.head++;
+		rc->resp_off = 0;
+	}
+	if (qp->sq.head == qp->sq.next && qp->sq.head != qp->sq.tail &&
+	    (rc_sq(qp, qp->sq.head)->state & WQE_LOC_ERR))
+		completer_fail(rc, IBV_WC_LOC_PROT_ERR);
+}
+
+static void progress_made(struct srn_rc_state *rc)
+{
+	rc->retry_left = rc->retry_cnt;
+	rc->rnr_left = rc->rnr_retry;
+	rc->retry_at = 0;
+}
+
+/* PSN where the first unfinished read/atomic expects its next response,
+ * or false if none is outstanding. */
+static bool pending_rd_psn(struct srn_rc_state *rc, uint32_t *psn)
+{
+	struct srn_qp *qp = rc->qp;
+
+	for (uint32_t i = qp->sq.head; i != qp->sq.next; i++) {
+		struct srn_send_wqe *w = rc_sq(qp, i);
+
+		if (rc_is_rd_atomic(w) && !(w->state & WQE_DONE)) {
+			uint32_t off = i == qp->sq.head && !rc_is_atomic(w) ?
+				       (uint32_t)(rc->resp_off / rc->pmtu) : 0;
+
+			*psn = wire_psn_add(w->first_psn, off);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Everything up to and including PSN a is acknowledged.  Returns false
+ * if nothing could be done (stale, or a response must be re-requested). */
+static bool ack_upto(struct srn_rc_state *rc, uint32_t a)
+{
+	uint32_t lim;
+
+	if (wire_psn_diff(wire_psn_add(a, 1), rc->una_psn) <= 0)
+		return true; /* nothing new */
+	if (wire_psn_diff(a, rc->req_psn) >= 0) {
+		rc_count(rc, SRN_CNT_comp_bad_resp);
+		return false; /* acknowledges what was never sent */
+	}
+	/* An ACK beyond an unanswered read/atomic means its responses were
+	 * lost (IBTA 9.7.5.1.3 implied NAK): ask again from there. */
+	if (pending_rd_psn(rc, &lim) && wire_psn_diff(a, lim) >= 0) {
+		if (wire_psn_diff(lim, rc->una_psn) > 0) {
+			rc->una_psn = lim;
+			progress_made(rc);
+			retire(rc);
+		}
+		rc_count(rc, SRN_CNT_comp_read_gap);
+		requester_rewind(rc, lim);
+		return false;
+	}
+	rc->una_psn = wire_psn_add(a, 1);
+	progress_made(rc);
+	retire(rc);
+	return true;
+}
+
+static bool psn_outstanding(struct srn_rc_state *rc, uint32_t psn)
+{
+	return wire_psn_diff(psn, rc->una_psn) >= 0 &&
+	       wire_psn_diff(psn, rc->req_psn) < 0;
+}
+
+static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
+{
+	uint8_t syn = pkt->syndrome;
+	uint32_t psn = pkt->psn;
+
+	switch (syn >> 5) {
+	case 0: /* ACK */
+		rc_count(rc, SRN_CNT_comp_acks);
+		ack_upto(rc, psn);
+		return;
+	case 1: /* RNR NAK: psn is the request that found no receive WQE */
+		if (!psn_outstanding(rc, psn))
+			break;
+		rc_count(rc, SRN_CNT_comp_nak_rnr);
+		if (!ack_upto(rc, wire_psn_add(psn, WIRE_PSN_MASK)))
+			return;
+		if (rc->rnr_left == 0) {
+			completer_fail(rc, IBV_WC_RNR_RETRY_EXC_ERR);
+			return;
+		}
+		if (rc->rnr_retry != 7)
+			rc->rnr_left--;
+		rc_count(rc, SRN_CNT_req_rnr_retries);
+		rc->rnr_wait = true;
+		rc->rnr_psn = psn;
+		rc->retry_at = 0;
+		rc->rnr_at = srn_now_ns() + (uint64_t)rnr_10us[syn & 0x1f] * 10000;
+		srn_engine_arm(rc->eng, rc->rnr_at);
+		return;
+	case 3: /* NAK */
+		if (!psn_outstanding(rc, psn))
+			break;
+		if (!ack_upto(rc, wire_psn_add(psn, WIRE_PSN_MASK)))
+			return;
+		switch (syn) {
+		case WIRE_AETH_NAK_PSN_SEQ:
+			rc_count(rc, SRN_CNT_comp_nak_seq);
+			requester_rewind(rc, psn);
+			return;
+		case WIRE_AETH_NAK_INV_REQ:
+		case WIRE_AETH_NAK_INV_RD_REQ:
+			rc_count(rc, SRN_CNT_comp_nak_err);
+			completer_fail(rc, IBV_WC_REM_INV_REQ_ERR);
+			return;
+		case WIRE_AETH_NAK_REM_ACCESS:
+			rc_count(rc, SRN_CNT_comp_nak_err);
+			completer_fail(rc, IBV_WC_REM_ACCESS_ERR);
+			return;
+		case WIRE_AETH_NAK_REM_OP:
+			rc_count(rc, SRN_CNT_comp_nak_err);
+			completer_fail(rc, IBV_WC_REM_OP_ERR);
+			return;
+		}
+		break;
+	}
+	rc_count(rc, SRN_CNT_comp_bad_resp);
+}
+
+/* Common checks for a read response / atomic ACK at PSN p: acknowledges
+ * what precedes p; returns the head WQE it answers, or NULL to drop. */
+static struct srn_send_wqe *resp_target(struct srn_rc_state *rc, uint32_t p)
+{
+	struct srn_qp *qp = rc->qp;
+	struct srn_send_wqe *w;
+	uint32_t want;
+
+	if (wire_psn_diff(p, rc->una_psn) < 0) {
+		rc_count(rc, SRN_CNT_comp_dup_resp);
+		return NULL;
+	}
+	if (wire_psn_diff(p, rc->req_psn) >= 0) {
+		rc_count(rc, SRN_CNT_comp_bad_resp);
+		return NULL;
+	}
+	if (!ack_upto(rc, wire_psn_add(p, WIRE_PSN_MASK)))
+		return NULL;
+	if (qp->sq.head == qp->sq.next && qp->sq.head == qp->sq.tail)
+		return NULL;
+	w = rc_sq(qp, qp->sq.head);
+	if (!(w->state & WQE_STARTED) || !rc_is_rd_atomic(w) || (w->state & WQE_DONE) ||
+	    !pending_rd_psn(rc, &want) || want != p) {
+		rc_count(rc, SRN_CNT_comp_bad_resp);
+		return NULL;
+	}
+	return w;
+}
+
+static void rx_read_resp(struct srn_rc_state *rc, const struct wire_pkt *pkt)
+{
+	const struct wire_opcode_info *info = &wire_opcodes[pkt->opcode];
+	struct srn_send_wqe *w = resp_target(rc, pkt->psn);
+	struct iovec iov[SRN_MAX_SGE];
+	uint64_t chunk_end;
+	bool first, last;
+	int n;
+
+	if (!w)
+		return;
+	if (w->opcode != IBV_WR_RDMA_READ) {
+		rc_count(rc, SRN_CNT_comp_bad_resp);
+		return;
+	}
+	chunk_end = (rc->resp_off / rc->rd_chunk + 1) * rc->rd_chunk;
+	if (chunk_end > w->length)
+		chunk_end = w->length;
+	first = rc->resp_off % rc->rd_chunk == 0;
+	last = rc->resp_off + pkt->payload_len == chunk_end;
+	if (!!(info->caps & WIRE_IS_FIRST) != first || !!(info->caps & WIRE_IS_LAST) != last ||
+	    (!last && pkt->payload_len != rc->pmtu) || pkt->payload_len > rc->pmtu) {
+		rc_count(rc, SRN_CNT_comp_bad_resp);
+		return;
+	}
+	if (pkt->payload_len) {
+		n = rc_sge_map(rc, w->sge, w->num_sge, rc->resp_off, pkt->payload_len,
+			       IBV_ACCESS_LOCAL_WRITE, iov, SRN_MAX_SGE);
+		if (n < 0) {
+			completer_fail(rc, IBV_WC_LOC_PROT_ERR);
+			return;
+		}
+		const uint8_t *src = pkt->payload;
+
+		for (int i = 0; i < n; i++) {
+			memcpy(iov[i].iov_base, src, iov[i].iov_len);
+			src += iov[i].iov_len;
+		}
+	}
+	rc->resp_off += pkt->payload_len;
+	rc->una_psn = wire_psn_add(pkt->psn, 1);
+	progress_made(rc);
+	if (rc->resp_off >= w->length) {
+		w->state |= WQE_DONE;
+		retire(rc);
+	}
+}
+
+static void rx_atomic_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
+{
+	struct srn_send_wqe *w = resp_target(rc, pkt->psn);
+	struct iovec iov[1];
+
+	if (!w)
+		return;
+	if (!rc_is_atomic(w)) {
+		rc_count(rc, SRN_CNT_comp_bad_resp);
+		return;
+	}
+	if (w->num_sge > 0 && w->sge[0].length > 0) {
+		uint64_t v = pkt->orig;
+
+		if (rc_sge_map(rc, w->sge, 1, 0, 8, IBV_ACCESS_LOCAL_WRITE, iov, 1) != 1) {
+			completer_fail(rc, IBV_WC_LOC_PROT_ERR);
+			return;
+		}
+		memcpy(iov[0].iov_base, &v, 8);
+	}
+	rc->una_psn = wire_psn_add(pkt->psn, 1);
+	progress_made(rc);
+	w->state |= WQE_DONE;
+	retire(rc);
+}
+
+void completer_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt)
+{
+	const struct wire_opcode_info *info = &wire_opcodes[pkt->opcode];
+	enum ibv_qp_state st = rc_state(rc);
+
+	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD) {
+		rc_count(rc, SRN_CNT_rx_drop_qp_state);
+		return;
+	}
+	if (info->caps & WIRE_IS_ACK)
+		rx_ack(rc, pkt);
+	else if (info->caps & WIRE_IS_READ)
+		rx_read_resp(rc, pkt);
+	else if (info->caps & WIRE_IS_ATOMIC)
+		rx_atomic_ack(rc, pkt);
+	else
+		rc_count(rc, SRN_CNT_comp_bad_resp);
+	if (rc_state(rc) == IBV_QPS_RTS) {
+		requester_run(rc);
+		requester_arm_retry(rc);
+	}
+}
+
+uint64_t completer_timer(struct srn_rc_state *rc, uint64_t now)
+{
+	uint64_t next = 0;
+
+	if (rc_state(rc) != IBV_QPS_RTS && rc_state(rc) != IBV_QPS_SQD) {
+		rc->retry_at = rc->rnr_at = rc->resume_at = 0;
+		return 0;
+	}
+	if (rc->resume_at && now >= rc->resume_at) {
+		rc->resume_at = 0;
+		requester_run(rc);
+	}
+	if (rc->rnr_at && now >= rc->rnr_at) {
+		rc->rnr_at = 0;
+		rc->rnr_wait = false;
+		requester_rewind(rc, rc->rnr_psn);
+		requester_run(rc);
+	}
+	if (rc->retry_at && now >= rc->retry_at) {
+		rc->retry_at = 0;
+		if (rc->una_psn != rc->req_psn) {
+			rc_count(rc, SRN_CNT_req_timeouts);
+			if (rc->retry_left == 0) {
+				completer_fail(rc, IBV_WC_RETRY_EXC_ERR);
+				return 0;
+			}
+			if (rc->retry_cnt != 7)
+				rc->retry_left--;
+			requester_rewind(rc, rc->una_psn);
+			requester_run(rc);
+		}
+	}
+	if (rc_state(rc) == IBV_QPS_RTS)
+		requester_arm_retry(rc);
+	if (rc->resume_at)
+		next = rc->resume_at;
+	if (rc->rnr_at && (!next || rc->rnr_at < next))
+		next = rc->rnr_at;
+	if (rc->retry_at && (!next || rc->retry_at < next))
+		next = rc->retry_at;
+	return next;
+}

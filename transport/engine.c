@@ -1,0 +1,411 @@
+/* transport/engine: the per-context NIC engine (see engine.h).  Receives
+ * in batches, checks each packet (decode, ICRC, QP) and routes it on one
+ * bit: requests to the responder, responses to the completer. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net/pcap.h"
+#include "transport/rc.h"
+
+enum { ENGINE_BATCH = 32, ENGINE_BUF = 4608, ENGINE_BATCHES_PER_WAKE = 16 };
+
+const char *const srn_counter_names[SRN_CNT_MAX] = {
+#define SRN_CNT_NAME(n) #n,
+	SRN_COUNTERS(SRN_CNT_NAME)
+#undef SRN_CNT_NAME
+};
+
+uint64_t srn_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
+{
+	static _Atomic uint64_t window_start, lines;
+	uint64_t now;
+	va_list ap;
+
+	if (!eng || !eng->debug)
+		return;
+	/* at most 200 lines per second */
+	now = srn_now_ns();
+	if (now - atomic_load(&window_start) > 1000000000ull) {
+		atomic_store(&window_start, now);
+		atomic_store(&lines, 0);
+	}
+	if (atomic_fetch_add(&lines, 1) >= 200)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "softrnic[%d]: ", (int)getpid());
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void srn_engine_arm(struct srn_engine *eng, uint64_t at_ns)
+{
+	pthread_mutex_lock(&eng->timer_lock);
+	if (eng->timer_armed_ns == 0 || at_ns < eng->timer_armed_ns) {
+		struct itimerspec its = { 0 };
+
+		eng->timer_armed_ns = at_ns;
+		its.it_value.tv_sec = (time_t)(at_ns / 1000000000ull);
+		its.it_value.tv_nsec = (long)(at_ns % 1000000000ull);
+		if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+			its.it_value.tv_nsec = 1;
+		timerfd_settime(eng->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+	}
+	pthread_mutex_unlock(&eng->timer_lock);
+}
+
+/* ---- QP table ------------------------------------------------------------ */
+
+int srn_engine_add_qp(struct srn_engine *eng, struct srn_rc_state *rc)
+{
+	int ret = 0;
+
+	if (rc->qpn >= NET_REG_SLOTS)
+		return EINVAL;
+	pthread_mutex_lock(&eng->qps_lock);
+	if (eng->n_all == eng->cap_all) {
+		uint32_t cap = eng->cap_all ? eng->cap_all * 2 : 16;
+		void *p = realloc(eng->all, cap * sizeof(*eng->all));
+
+		if (!p) {
+			ret = ENOMEM;
+			goto out;
+		}
+		eng->all = p;
+		eng->cap_all = cap;
+	}
+	eng->all[eng->n_all++] = rc;
+	eng->by_qpn[rc->qpn] = rc;
+out:
+	pthread_mutex_unlock(&eng->qps_lock);
+	return ret;
+}
+
+void srn_engine_del_qp(struct srn_engine *eng, struct srn_rc_state *rc)
+{
+	pthread_mutex_lock(&eng->qps_lock);
+	if (rc->qpn < NET_REG_SLOTS && eng->by_qpn[rc->qpn] == rc)
+		eng->by_qpn[rc->qpn] = NULL;
+	for (uint32_t i = 0; i < eng->n_all; i++)
+		if (eng->all[i] == rc) {
+			eng->all[i] = eng->all[--eng->n_all];
+			break;
+		}
+	pthread_mutex_unlock(&eng->qps_lock);
+}
+
+/* Get a QP by number and pin it (inflight) so destroy waits for us. */
+static struct srn_rc_state *get_qp(struct srn_engine *eng, uint32_t qpn)
+{
+	struct srn_rc_state *rc = NULL;
+
+	if (qpn >= NET_REG_SLOTS)
+		return NULL;
+	pthread_mutex_lock(&eng->qps_lock);
+	rc = eng->by_qpn[qpn];
+	if (rc)
+		atomic_fetch_add(&rc->inflight, 1);
+	pthread_mutex_unlock(&eng->qps_lock);
+	return rc;
+}
+
+static void put_qp(struct srn_rc_state *rc)
+{
+	atomic_fetch_sub(&rc->inflight, 1);
+}
+
+/* ---- receive ------------------------------------------------------------- */
+
+static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
+{
+	struct wire_pkt pkt;
+	struct wire_l3 l3;
+	struct srn_rc_state *rc;
+	uint16_t id;
+	uint32_t caps;
+
+	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_packets], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_bytes], m->len, memory_order_relaxed);
+	if (m->truncated) {
+		eng->cnt[SRN_CNT_rx_drop_truncated]++;
+		return;
+	}
+	if (wire_decode(m->buf, m->len, &pkt) < 0) {
+		eng->cnt[SRN_CNT_rx_drop_decode]++;
+		srn_dbg(eng, "drop: undecodable packet of %u bytes", m->len);
+		return;
+	}
+	memset(&l3, 0, sizeof(l3));
+	l3.family = m->from.family;
+	memcpy(l3.src, m->from.ip, 16);
+	memcpy(l3.dst, m->to.ip, 16);
+	l3.sport = m->from.port;
+	l3.dport = eng->udp.local.port;
+	l3.ttl_hop = 64;
+	l3.ip_id = 0;
+	if (net_pcap_enabled()) {
+		struct iovec iov = { m->buf, m->len };
+
+		net_pcap_write(&l3, &iov, 1);
+	}
+	if (wire_icrc_verify(&l3, m->buf, m->len, &id) < 0) {
+		eng->cnt[SRN_CNT_rx_drop_icrc]++;
+		srn_dbg(eng, "drop: bad ICRC (%s psn %u)", wire_opcodes[pkt.opcode].name,
+			pkt.psn);
+		return;
+	}
+	if ((pkt.opcode & 0xe0) != WIRE_RC) {
+		eng->cnt[SRN_CNT_rx_drop_not_rc]++;
+		return;
+	}
+	rc = get_qp(eng, pkt.dqpn);
+	if (!rc) {
+		eng->cnt[SRN_CNT_rx_drop_no_qp]++;
+		srn_dbg(eng, "drop: no QP %u", pkt.dqpn);
+		return;
+	}
+	pthread_mutex_lock(&rc->qp->lock);
+	if (rc->dead || !rc->path_ok) {
+		rc_count(rc, rc->dead ? SRN_CNT_rx_drop_no_qp : SRN_CNT_rx_drop_no_path);
+	} else {
+		caps = wire_opcodes[pkt.opcode].caps;
+		if (caps & WIRE_IS_REQ)
+			responder_rx(rc, &pkt);
+		else
+			completer_rx(rc, &pkt);
+	}
+	pthread_mutex_unlock(&rc->qp->lock);
+	put_qp(rc);
+}
+
+int srn_engine_rx_batch(struct srn_engine *eng)
+{
+	int n = net_udp_recv_batch(&eng->udp, eng->msgs, ENGINE_BATCH);
+
+	for (int i = 0; i < n; i++)
+		rx_one(eng, &eng->msgs[i]);
+	return n;
+}
+
+/* ---- timers -------------------------------------------------------------- */
+
+static void run_timers(struct srn_engine *eng)
+{
+	struct srn_rc_state **snap;
+	uint64_t now, next = 0;
+	uint32_t n;
+
+	pthread_mutex_lock(&eng->timer_lock);
+	eng->timer_armed_ns = 0;
+	pthread_mutex_unlock(&eng->timer_lock);
+
+	pthread_mutex_lock(&eng->qps_lock);
+	n = eng->n_all;
+	snap = malloc(sizeof(*snap) * (n ? n : 1));
+	if (!snap) {
+		pthread_mutex_unlock(&eng->qps_lock);
+		srn_engine_arm(eng, srn_now_ns() + 1000000);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		snap[i] = eng->all[i];
+		atomic_fetch_add(&snap[i]->inflight, 1);
+	}
+	pthread_mutex_unlock(&eng->qps_lock);
+
+	/* O(QPs) per expiry: fine for hundreds; a timer wheel would fix it. */
+	for (uint32_t i = 0; i < n; i++) {
+		struct srn_rc_state *rc = snap[i];
+
+		pthread_mutex_lock(&rc->qp->lock);
+		if (!rc->dead) {
+			uint64_t t;
+
+			now = srn_now_ns();
+			t = completer_timer(rc, now);
+			if (t && (!next || t < next))
+				next = t;
+		}
+		pthread_mutex_unlock(&rc->qp->lock);
+		put_qp(rc);
+	}
+	free(snap);
+	if (next)
+		srn_engine_arm(eng, next);
+}
+
+/* ---- thread -------------------------------------------------------------- */
+
+static void *engine_main(void *arg)
+{
+	struct srn_engine *eng = arg;
+	struct epoll_event ev[4];
+
+	for (;;) {
+		int n = epoll_wait(eng->epfd, ev, 4, -1);
+
+		if (n < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < n; i++) {
+			int fd = ev[i].data.fd;
+
+			if (fd == eng->efd)
+				return NULL;
+			if (fd == eng->tfd) {
+				uint64_t x;
+
+				if (read(eng->tfd, &x, sizeof(x)) < 0 && errno != EAGAIN)
+					continue;
+				run_timers(eng);
+			} else if (fd == eng->udp.fd) {
+				pthread_mutex_lock(&eng->rx_lock);
+				for (int b = 0; b < ENGINE_BATCHES_PER_WAKE; b++)
+					if (srn_engine_rx_batch(eng) < ENGINE_BATCH)
+						break;
+				pthread_mutex_unlock(&eng->rx_lock);
+			}
+		}
+	}
+	return NULL;
+}
+
+static void engine_free(struct srn_engine *eng)
+{
+	if (eng->epfd >= 0)
+		close(eng->epfd);
+	if (eng->tfd >= 0)
+		close(eng->tfd);
+	if (eng->efd >= 0)
+		close(eng->efd);
+	net_udp_close(&eng->udp);
+	net_registry_close(eng->reg);
+	pthread_mutex_destroy(&eng->rx_lock);
+	pthread_mutex_destroy(&eng->qps_lock);
+	pthread_mutex_destroy(&eng->timer_lock);
+	free(eng->msgs);
+	free(eng->rxbuf);
+	free(eng->by_qpn);
+	free(eng->all);
+	free(eng);
+}
+
+static int epoll_add(int epfd, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int srn_engine_start(struct srn_context *ctx)
+{
+	struct srn_device *dev = ctx->dev;
+	struct srn_engine *eng;
+	const char *log = getenv("SOFTRNIC_LOG");
+	const char *pcap = getenv("SOFTRNIC_PCAP");
+	uint8_t ip[16];
+	int family, ret;
+
+	eng = calloc(1, sizeof(*eng));
+	if (!eng)
+		return ENOMEM;
+	eng->ctx = ctx;
+	eng->epfd = eng->tfd = eng->efd = -1;
+	eng->udp.fd = -1;
+	eng->debug = log && !strcmp(log, "debug");
+	pthread_mutex_init(&eng->rx_lock, NULL);
+	pthread_mutex_init(&eng->qps_lock, NULL);
+	pthread_mutex_init(&eng->timer_lock, NULL);
+
+	if (pcap && *pcap && !net_pcap_enabled())
+		net_pcap_open(pcap);
+
+	eng->msgs = calloc(ENGINE_BATCH, sizeof(*eng->msgs));
+	eng->rxbuf = malloc((size_t)ENGINE_BATCH * ENGINE_BUF);
+	eng->by_qpn = calloc(NET_REG_SLOTS, sizeof(*eng->by_qpn));
+	if (!eng->msgs || !eng->rxbuf || !eng->by_qpn) {
+		ret = ENOMEM;
+		goto fail;
+	}
+	for (int i = 0; i < ENGINE_BATCH; i++) {
+		eng->msgs[i].buf = eng->rxbuf + (size_t)i * ENGINE_BUF;
+		eng->msgs[i].cap = ENGINE_BUF;
+	}
+
+	eng->reg = net_registry_open(dev->ibdev.name);
+	if (!eng->reg) {
+		ret = errno ? errno : EIO;
+		goto fail;
+	}
+	/* GID 0 is the interface's address (IPv4-mapped for IPv4). */
+	if (dev->num_gids > 0 && dev->gid_family[0] == AF_INET6) {
+		family = AF_INET6;
+		memcpy(ip, dev->gid[0].raw, 16);
+	} else if (dev->num_gids > 0) {
+		family = AF_INET;
+		memcpy(ip, dev->gid[0].raw + 12, 4);
+	} else {
+		family = AF_INET;
+		ip[0] = 127, ip[1] = 0, ip[2] = 0, ip[3] = 1;
+	}
+	ret = -net_udp_open(&eng->udp, family, ip);
+	if (ret)
+		goto fail;
+
+	eng->epfd = epoll_create1(EPOLL_CLOEXEC);
+	eng->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	eng->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (eng->epfd < 0 || eng->tfd < 0 || eng->efd < 0 ||
+	    epoll_add(eng->epfd, eng->udp.fd) || epoll_add(eng->epfd, eng->tfd) ||
+	    epoll_add(eng->epfd, eng->efd)) {
+		ret = errno;
+		goto fail;
+	}
+	ret = pthread_create(&eng->thread, NULL, engine_main, eng);
+	if (ret)
+		goto fail;
+	eng->thread_running = true;
+	ctx->engine = eng;
+	return 0;
+fail:
+	engine_free(eng);
+	return ret ? ret : EIO;
+}
+
+void srn_engine_stop(struct srn_context *ctx)
+{
+	struct srn_engine *eng = ctx->engine;
+	uint64_t one = 1;
+
+	if (!eng)
+		return;
+	if (eng->thread_running) {
+		if (write(eng->efd, &one, sizeof(one)) < 0)
+			(void)0;
+		pthread_join(eng->thread, NULL);
+	}
+	if (eng->debug) {
+		for (int i = 0; i < SRN_CNT_MAX; i++)
+			if (eng->cnt[i])
+				fprintf(stderr, "softrnic[%d]: %s %llu\n", (int)getpid(),
+					srn_counter_names[i],
+					(unsigned long long)eng->cnt[i]);
+	}
+	ctx->engine = NULL;
+	engine_free(eng);
+}

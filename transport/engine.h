@@ -1,0 +1,89 @@
+/* transport/engine: one per context.  Owns the UDP socket, the device's
+ * QPN registry mapping, the table of this context's QPs (by QPN) and the
+ * engine thread, which sleeps in epoll_wait on the socket, a timerfd and a
+ * stop eventfd: idle means 0% CPU (the timer is armed only while some QP
+ * has work outstanding). */
+#ifndef TRANSPORT_ENGINE_H
+#define TRANSPORT_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "net/registry.h"
+#include "net/udp.h"
+#include "verbs/srn.h"
+
+/* Every drop, NAK and retry has a named counter (per engine and per QP). */
+#define SRN_COUNTERS(X)                                                   \
+	X(rx_packets) X(tx_packets) X(rx_bytes) X(tx_bytes)               \
+	X(rx_drop_truncated) X(rx_drop_decode) X(rx_drop_icrc)            \
+	X(rx_drop_not_rc) X(rx_drop_no_qp) X(rx_drop_qp_state)            \
+	X(rx_drop_no_path)                                                \
+	X(resp_dup_request) X(resp_psn_ahead) X(resp_drop)                \
+	X(resp_nak_seq) X(resp_nak_rnr) X(resp_nak_inv) X(resp_nak_access) \
+	X(resp_nak_op) X(resp_acks) X(resp_read_resp)                     \
+	X(comp_acks) X(comp_dup_resp) X(comp_bad_resp) X(comp_nak_seq)    \
+	X(comp_nak_rnr) X(comp_nak_err) X(comp_read_gap)                  \
+	X(req_timeouts) X(req_retransmits) X(req_rnr_retries)             \
+	X(tx_eagain) X(tx_error)
+
+enum srn_counter {
+#define SRN_CNT_ENUM(n) SRN_CNT_##n,
+	SRN_COUNTERS(SRN_CNT_ENUM)
+#undef SRN_CNT_ENUM
+	SRN_CNT_MAX
+};
+
+extern const char *const srn_counter_names[SRN_CNT_MAX];
+
+struct srn_rc_state;
+
+struct srn_engine {
+	struct srn_context *ctx;
+	struct net_udp udp;          /* the socket and our bound address */
+	struct net_registry *reg;    /* device-wide QPN -> port table */
+	int epfd, tfd, efd;          /* epoll, timerfd, stop eventfd */
+	pthread_t thread;
+	bool thread_running;
+
+	/* Held for a whole recv+process batch so one QP's packets are
+	 * processed in arrival order, whichever thread receives. */
+	pthread_mutex_t rx_lock;
+	struct net_udp_msg *msgs;    /* ENGINE_BATCH receive slots */
+	uint8_t *rxbuf;              /* their buffers */
+
+	/* This context's QPs.  by_qpn indexes the registry's QPN space. */
+	pthread_mutex_t qps_lock;
+	struct srn_rc_state **by_qpn;
+	struct srn_rc_state **all;   /* compact list for the timer scan */
+	uint32_t n_all, cap_all;
+
+	pthread_mutex_t timer_lock;
+	uint64_t timer_armed_ns;     /* CLOCK_MONOTONIC deadline, 0 = off */
+
+	bool debug;                  /* SOFTRNIC_LOG=debug */
+	_Atomic uint64_t cnt[SRN_CNT_MAX];
+};
+
+uint64_t srn_now_ns(void);
+
+/* Make sure the engine wakes at or before at_ns. */
+void srn_engine_arm(struct srn_engine *eng, uint64_t at_ns);
+
+/* Receive and process one batch without blocking (rx_lock must be held). */
+int srn_engine_rx_batch(struct srn_engine *eng);
+
+/* Table of this context's QPs. */
+int srn_engine_add_qp(struct srn_engine *eng, struct srn_rc_state *rc);
+void srn_engine_del_qp(struct srn_engine *eng, struct srn_rc_state *rc);
+
+/* Rate-limited debug line (SOFTRNIC_LOG=debug). */
+void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+int srn_engine_start(struct srn_context *ctx);
+void srn_engine_stop(struct srn_context *ctx);
+
+#endif

@@ -1,0 +1,89 @@
+/* transport/errors: the QP's way into the error state (IBTA 10.3.1: every
+ * outstanding and later work request completes with IBV_WC_WR_FLUSH_ERR). */
+#include <string.h>
+
+#include "transport/rc.h"
+
+enum ibv_wc_opcode rc_wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
+	case IBV_WR_TSO:
+		return IBV_WC_TSO;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+void rc_flush_sq(struct srn_rc_state *rc)
+{
+	struct srn_qp *qp = rc->qp;
+
+	for (; qp->sq.head != qp->sq.tail; qp->sq.head++) {
+		struct srn_send_wqe *w = rc_sq(qp, qp->sq.head);
+		struct ibv_wc wc = {
+			.wr_id = w->wr_id,
+			.status = IBV_WC_WR_FLUSH_ERR,
+			.opcode = rc_wc_opcode(w->opcode),
+			.qp_num = rc->qpn,
+		};
+
+		w->state = WQE_NEW;
+		srn_cq_push(qp->send_cq, &wc, false);
+	}
+	qp->sq.next = qp->sq.head;
+	rc->rd_out = 0;
+	rc->resp_off = 0;
+	rc->retry_at = rc->rnr_at = rc->resume_at = 0;
+	rc->rnr_wait = false;
+}
+
+void rc_flush_rq(struct srn_rc_state *rc)
+{
+	struct srn_qp *qp = rc->qp;
+
+	if (qp->srq || !qp->rq.wqe)
+		return;
+	for (; qp->rq.head != qp->rq.tail; qp->rq.head++) {
+		struct ibv_wc wc = {
+			.wr_id = rc_rq(qp, qp->rq.head)->wr_id,
+			.status = IBV_WC_WR_FLUSH_ERR,
+			.opcode = IBV_WC_RECV,
+			.qp_num = rc->qpn,
+		};
+
+		srn_cq_push(qp->recv_cq, &wc, false);
+	}
+	rc->in_msg = RC_MSG_NONE;
+}
+
+void rc_qp_error(struct srn_rc_state *rc, int ev_type)
+{
+	struct srn_qp *qp = rc->qp;
+	bool was_err = qp->a.attr.qp_state == IBV_QPS_ERR;
+
+	qp->a.attr.qp_state = IBV_QPS_ERR;
+	qp->a.attr.cur_qp_state = IBV_QPS_ERR;
+	rc_flush_sq(rc);
+	rc_flush_rq(rc);
+	if (ev_type >= 0 && !was_err) {
+		struct ibv_async_event ev;
+
+		memset(&ev, 0, sizeof(ev));
+		ev.element.qp = &qp->ex.qp_base;
+		ev.event_type = (enum ibv_event_type)ev_type;
+		srn_async_post(qp->ctx, &ev);
+	}
+}

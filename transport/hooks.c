@@ -1,0 +1,242 @@
+/* verbs <-> transport hooks (declared in verbs/srn.h): the only entry
+ * points the verbs layer calls into the NIC engine. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/registry.h"
+#include "transport/rc.h"
+
+int srn_engine_attach(struct srn_context *ctx)
+{
+	return srn_engine_start(ctx);
+}
+
+void srn_engine_detach(struct srn_context *ctx)
+{
+	srn_engine_stop(ctx);
+}
+
+int srn_qpn_alloc(struct srn_context *ctx, uint32_t *qpn)
+{
+	struct srn_engine *eng = ctx->engine;
+
+	if (!eng)
+		return ENODEV;
+	return -net_registry_alloc(eng->reg, eng->udp.local.port,
+				   eng->udp.local.family, qpn);
+}
+
+void srn_qpn_free(struct srn_context *ctx, uint32_t qpn)
+{
+	if (ctx->engine)
+		net_registry_free(ctx->engine->reg, qpn);
+}
+
+int srn_transport_qp_create(struct srn_qp *qp)
+{
+	struct srn_engine *eng = qp->ctx->engine;
+	struct srn_rc_state *rc;
+	int ret;
+
+	if (!eng)
+		return ENODEV;
+	rc = calloc(1, sizeof(*rc));
+	if (!rc)
+		return ENOMEM;
+	rc->qp = qp;
+	rc->eng = eng;
+	rc->qpn = qp->ex.qp_base.qp_num;
+	rc->pmtu = 1024;
+	rc->replay_n = 1;
+	rc->replay = calloc(SRN_MAX_RD_ATOM, sizeof(*rc->replay));
+	if (!rc->replay) {
+		free(rc);
+		return ENOMEM;
+	}
+	ret = srn_engine_add_qp(eng, rc);
+	if (ret) {
+		free(rc->replay);
+		free(rc);
+		return ret;
+	}
+	qp->rc = rc;
+	return 0;
+}
+
+void srn_transport_qp_destroy(struct srn_qp *qp)
+{
+	struct srn_rc_state *rc = qp->rc;
+
+	if (!rc)
+		return;
+	srn_engine_del_qp(rc->eng, rc);
+	rc->dead = true;
+	/* A receiver or the timer may hold rc and be waiting for qp->lock:
+	 * let it in, it sees dead and leaves. */
+	while (atomic_load(&rc->inflight) > 0) {
+		pthread_mutex_unlock(&qp->lock);
+		sched_yield();
+		pthread_mutex_lock(&qp->lock);
+	}
+	qp->rc = NULL;
+	free(rc->replay);
+	free(rc);
+}
+
+/* Where packets to the QP's destination go: GID (IPv4-mapped or IPv6) +
+ * QPN.  A destination on this host is reached at the UDP port its owner
+ * registered for that QPN; anything else at dst:4791. */
+static void resolve_path(struct srn_rc_state *rc)
+{
+	struct srn_qp *qp = rc->qp;
+	struct srn_engine *eng = rc->eng;
+	const struct ibv_ah_attr *ah = &qp->a.attr.ah_attr;
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	struct net_addr to = { 0 };
+	uint16_t port;
+	int fam;
+
+	if (ah->is_global) {
+		const uint8_t *g = ah->grh.dgid.raw;
+
+		if (!memcmp(g, v4mapped, 12)) {
+			to.family = AF_INET;
+			memcpy(to.ip, g + 12, 4);
+		} else {
+			to.family = AF_INET6;
+			memcpy(to.ip, g, 16);
+		}
+	} else {
+		/* No GRH (LID-only addressing, e.g. ibv_rc_pingpong without
+		 * -g): RoCE needs an IP; assume the peer is on this device. */
+		to = eng->udp.local;
+	}
+	to.port = SRN_ROCE_UDP_PORT;
+	if (to.family == eng->udp.local.family && net_addr_is_local(to.family, to.ip) &&
+	    net_registry_lookup(eng->reg, rc->dqpn, &port, &fam) == 0 &&
+	    fam == to.family)
+		to.port = port;
+	rc->peer = to;
+	memset(&rc->l3, 0, sizeof(rc->l3));
+	rc->l3.family = to.family;
+	memcpy(rc->l3.src, eng->udp.local.ip, 16);
+	memcpy(rc->l3.dst, to.ip, 16);
+	rc->l3.sport = eng->udp.local.port;
+	rc->l3.dport = to.port;
+	rc->l3.ttl_hop = 64;
+	rc->path_ok = to.family == eng->udp.local.family;
+	if (!rc->path_ok)
+		srn_dbg(eng, "qp %u: destination family differs from the device's", rc->qpn);
+}
+
+static void load_attrs(struct srn_rc_state *rc, int mask)
+{
+	const struct ibv_qp_attr *a = &rc->qp->a.attr;
+
+	if (a->path_mtu >= IBV_MTU_256 && a->path_mtu <= IBV_MTU_4096)
+		rc->pmtu = 128u << a->path_mtu;
+	rc->win_pkts = RC_WINDOW_BYTES / rc->pmtu;
+	if (rc->win_pkts < RC_MIN_WINDOW_PKTS)
+		rc->win_pkts = RC_MIN_WINDOW_PKTS;
+	if (rc->win_pkts > RC_MAX_WINDOW_PKTS)
+		rc->win_pkts = RC_MAX_WINDOW_PKTS;
+	rc->ackreq_every = rc->win_pkts / 4 ? rc->win_pkts / 4 : 1;
+	rc->rd_chunk = (uint64_t)(rc->win_pkts / 2) * rc->pmtu;
+	rc->min_rnr = a->min_rnr_timer & 0x1f;
+	rc->replay_n = a->max_dest_rd_atomic ? a->max_dest_rd_atomic : 1;
+	if (rc->replay_n > SRN_MAX_RD_ATOM)
+		rc->replay_n = SRN_MAX_RD_ATOM;
+	rc->max_rd = a->max_rd_atomic ? a->max_rd_atomic : 1;
+	/* 4.096 us * 2^timeout; 0 = wait forever (IBTA 9.7.6.1.3).  Below
+	 * ~1 ms spurious retries on a busy 2-core host cost more than
+	 * they save: clamp. */
+	if (a->timeout) {
+		rc->timeout_ns = 4096ull << (a->timeout > 31 ? 31 : a->timeout);
+		if (rc->timeout_ns < 1000000)
+			rc->timeout_ns = 1000000;
+	} else {
+		rc->timeout_ns = 0;
+	}
+	if (mask & IBV_QP_RETRY_CNT)
+		rc->retry_cnt = rc->retry_left = a->retry_cnt & 7;
+	if (mask & IBV_QP_RNR_RETRY)
+		rc->rnr_retry = rc->rnr_left = a->rnr_retry & 7;
+	if (mask & IBV_QP_DEST_QPN)
+		rc->dqpn = a->dest_qp_num & WIRE_PSN_MASK;
+}
+
+static void reset_state(struct srn_rc_state *rc)
+{
+	size_t keep = offsetof(struct srn_rc_state, path_ok);
+	struct rc_replay *replay = rc->replay;
+
+	/* Everything from path_ok to the counters starts over. */
+	memset((char *)rc + keep, 0, offsetof(struct srn_rc_state, cnt) - keep);
+	rc->replay = replay;
+	memset(replay, 0, SRN_MAX_RD_ATOM * sizeof(*replay));
+	rc->pmtu = 1024;
+	rc->replay_n = 1;
+}
+
+void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mask)
+{
+	struct srn_rc_state *rc = qp->rc;
+	enum ibv_qp_state now = qp->a.attr.qp_state;
+
+	if (!rc)
+		return;
+	if (now == IBV_QPS_RESET) {
+		reset_state(rc);
+		return;
+	}
+	if (now == IBV_QPS_ERR) {
+		if (old != IBV_QPS_ERR)
+			rc_qp_error(rc, -1);
+		return;
+	}
+	load_attrs(rc, mask);
+	if (mask & IBV_QP_RQ_PSN) {
+		rc->epsn = qp->a.attr.rq_psn & WIRE_PSN_MASK;
+		rc->nak_sent = false;
+		rc->in_msg = RC_MSG_NONE;
+		rc->msg_off = 0;
+	}
+	if (mask & IBV_QP_SQ_PSN)
+		rc->req_psn = rc->una_psn = qp->a.attr.sq_psn & WIRE_PSN_MASK;
+	if (mask & (IBV_QP_AV | IBV_QP_DEST_QPN) ||
+	    (now == IBV_QPS_RTR && old == IBV_QPS_INIT))
+		resolve_path(rc);
+	if (now == IBV_QPS_RTS)
+		requester_run(rc);
+}
+
+void srn_transport_kick_sq(struct srn_qp *qp)
+{
+	struct srn_rc_state *rc = qp->rc;
+
+	if (!rc)
+		return;
+	if (rc_state(rc) == IBV_QPS_ERR)
+		rc_flush_sq(rc);
+	else
+		requester_run(rc);
+}
+
+void srn_transport_kick_rq(struct srn_qp *qp)
+{
+	struct srn_rc_state *rc = qp->rc;
+
+	if (rc && rc_state(rc) == IBV_QPS_ERR)
+		rc_flush_rq(rc);
+}
+
+void srn_transport_progress(struct srn_context *ctx)
+{
+	struct srn_engine *eng = ctx->engine;
+
+	if (!eng || pthread_mutex_trylock(&eng->rx_lock))
+		return;
+	srn_engine_rx_batch(eng);
+	pthread_mutex_unlock(&eng->rx_lock);
+}

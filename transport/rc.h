@@ -1,0 +1,163 @@
+/* transport/rc: the Reliable Connected transport state of one QP and the
+ * functions the requester, responder and completer share.  Everything
+ * here is guarded by qp->lock. */
+#ifndef TRANSPORT_RC_H
+#define TRANSPORT_RC_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "net/udp.h"
+#include "transport/engine.h"
+#include "verbs/srn.h"
+#include "wire/wire.h"
+
+/* send WQE state bits (srn_send_wqe.state) */
+enum {
+	WQE_NEW = 0,
+	WQE_STARTED = 1 << 0,        /* PSNs assigned, counted in rd_out */
+	WQE_DONE = 1 << 1,           /* read/atomic response fully placed */
+	WQE_LOC_ERR = 1 << 2,        /* local protection error building it */
+};
+
+/* Requester window: unacknowledged bytes in flight, so a 1 GiB message
+ * does not flood the socket buffers. */
+enum { RC_WINDOW_BYTES = 1 << 20, RC_MIN_WINDOW_PKTS = 16, RC_MAX_WINDOW_PKTS = 1024 };
+
+enum rc_resp_msg { RC_MSG_NONE, RC_MSG_SEND, RC_MSG_WRITE };
+
+struct rc_replay {                   /* responder's atomic replay cache entry */
+	uint32_t psn;
+	uint64_t orig;
+	bool valid;
+};
+
+struct srn_rc_state {
+	struct srn_qp *qp;
+	struct srn_engine *eng;
+	uint32_t qpn;
+	atomic_int inflight;         /* receivers/timer holding a pointer */
+	bool dead;                   /* being destroyed: touch nothing */
+
+	/* path, from RTR */
+	bool path_ok;
+	struct net_addr peer;        /* where packets go */
+	struct wire_l3 l3;           /* ICRC pseudo-header for our sends */
+	uint32_t dqpn;
+	uint32_t pmtu;               /* path MTU in bytes */
+
+	/* requester (RTS) */
+	uint32_t req_psn;            /* PSN of the next new packet */
+	uint32_t una_psn;            /* oldest PSN not yet acknowledged */
+	uint32_t rd_out;             /* reads/atomics started, not complete */
+	uint32_t max_rd;             /* max_rd_atomic (>= 1) */
+	uint32_t win_pkts;           /* window in packets */
+	uint32_t ackreq_every;       /* AckReq inside long messages */
+	uint32_t since_ackreq;
+	uint64_t rd_chunk;           /* bytes per READ request */
+	uint64_t timeout_ns;         /* local ACK timeout, 0 = infinite */
+	int retry_cnt, rnr_retry;    /* as set; 7 = infinite */
+	int retry_left, rnr_left;
+	uint64_t retry_at;           /* retransmit deadline, 0 = off */
+	uint64_t rnr_at;             /* end of an RNR wait, 0 = off */
+	uint64_t resume_at;          /* retry after a full socket, 0 = off */
+	uint32_t rnr_psn;            /* resend from here after the RNR wait */
+	bool rnr_wait;
+
+	/* completer */
+	uint64_t resp_off;           /* bytes of the head READ placed */
+
+	/* responder (RTR) */
+	uint32_t epsn;               /* expected PSN */
+	uint32_t msn;                /* message sequence number */
+	bool nak_sent;               /* sequence/RNR NAK sent for epsn */
+	enum rc_resp_msg in_msg;     /* multi-packet message in progress */
+	uint64_t msg_off;            /* bytes of it received */
+	uint64_t wr_va;              /* RDMA WRITE in progress */
+	uint32_t wr_rkey, wr_len;
+	uint8_t min_rnr;             /* min_rnr_timer code */
+	struct rc_replay *replay;    /* max_dest_rd_atomic entries */
+	uint32_t replay_n, replay_next;
+
+	_Atomic uint64_t cnt[SRN_CNT_MAX];
+};
+
+static inline void rc_count(struct srn_rc_state *rc, enum srn_counter c)
+{
+	atomic_fetch_add_explicit(&rc->cnt[c], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&rc->eng->cnt[c], 1, memory_order_relaxed);
+}
+
+/* Ring access.  head/next/tail are free-running counters; the slot is the
+ * counter modulo the ring size. */
+static inline struct srn_send_wqe *rc_sq(struct srn_qp *qp, uint32_t i)
+{
+	return &((struct srn_send_wqe *)qp->sq.wqe)[i % qp->sq.max_wr];
+}
+
+static inline struct srn_recv_wqe *rc_rq(struct srn_qp *qp, uint32_t i)
+{
+	return &((struct srn_recv_wqe *)qp->rq.wqe)[i % qp->rq.max_wr];
+}
+
+static inline bool rc_is_rd_atomic(const struct srn_send_wqe *w)
+{
+	return w->opcode == IBV_WR_RDMA_READ || w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static inline bool rc_is_atomic(const struct srn_send_wqe *w)
+{
+	return w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static inline uint32_t rc_div_up(uint64_t a, uint64_t b)
+{
+	return a == 0 ? 1 : (uint32_t)((a + b - 1) / b);
+}
+
+/* Packets (PSNs) a send WQE occupies. */
+uint32_t rc_wqe_npkts(const struct srn_rc_state *rc, const struct srn_send_wqe *w);
+
+static inline enum ibv_qp_state rc_state(const struct srn_rc_state *rc)
+{
+	return rc->qp->a.attr.qp_state;
+}
+
+/* tx.c: build and send one packet to the peer.  h has opcode, flags, PSN
+ * and extension header fields; payload is gathered from pay[].
+ * 0, -EAGAIN or -errno. */
+int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
+	  int npay, uint32_t paylen);
+
+/* tx.c: resolve [off, off+len) of an SGE list with access; fills iov.
+ * Returns the number of iovecs, or -1 on a protection error. */
+int rc_sge_map(struct srn_rc_state *rc, const struct ibv_sge *sge, uint32_t nsge,
+	       uint64_t off, uint64_t len, unsigned int access,
+	       struct iovec *iov, int max_iov);
+
+/* requester.c */
+void requester_run(struct srn_rc_state *rc);
+void requester_rewind(struct srn_rc_state *rc, uint32_t psn);
+void requester_arm_retry(struct srn_rc_state *rc);
+
+/* responder.c */
+void responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);
+
+/* completer.c */
+void completer_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);
+/* Timer expiries of this QP; returns its next deadline (0 = none). */
+uint64_t completer_timer(struct srn_rc_state *rc, uint64_t now);
+/* Complete the head send WQE with an error, then move the QP to ERR. */
+void completer_fail(struct srn_rc_state *rc, enum ibv_wc_status st);
+
+/* errors.c: move the QP to ERR, flush both queues, post an async event
+ * (ev_type < 0: none). */
+void rc_qp_error(struct srn_rc_state *rc, int ev_type);
+void rc_flush_sq(struct srn_rc_state *rc);
+void rc_flush_rq(struct srn_rc_state *rc);
+enum ibv_wc_opcode rc_wc_opcode(enum ibv_wr_opcode op);
+
+#endif

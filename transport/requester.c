@@ -1,0 +1,281 @@
+/* transport/requester: send WQEs -> request packets (RC).
+ *
+ * WQEs between sq.head and sq.next have been fully transmitted; the one
+ * at sq.next may be partly sent (wqe->sent bytes).  Each packet is sent
+ * before the state advances (save-state-then-transmit: on -EAGAIN nothing
+ * moved, and the engine resumes later), so PSNs never run ahead of what
+ * went out.  Go-back-N (requester_rewind) only moves sq.next and the sent
+ * offsets back: PSN ranges once assigned stay the same.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "transport/rc.h"
+
+enum { RESUME_DELAY_NS = 50 * 1000 };
+
+static uint8_t req_opcode(const struct srn_send_wqe *w, bool first, bool last)
+{
+	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM ||
+		   w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+
+	switch (w->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		if (first && last)
+			return imm ? WIRE_SEND_ONLY_IMM : WIRE_SEND_ONLY;
+		if (first)
+			return WIRE_SEND_FIRST;
+		if (last)
+			return imm ? WIRE_SEND_LAST_IMM : WIRE_SEND_LAST;
+		return WIRE_SEND_MIDDLE;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		if (first && last)
+			return imm ? WIRE_WRITE_ONLY_IMM : WIRE_WRITE_ONLY;
+		if (first)
+			return WIRE_WRITE_FIRST;
+		if (last)
+			return imm ? WIRE_WRITE_LAST_IMM : WIRE_WRITE_LAST;
+		return WIRE_WRITE_MIDDLE;
+	case IBV_WR_RDMA_READ:
+		return WIRE_READ_REQ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return WIRE_CMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return WIRE_FETCH_ADD;
+	default:
+		return 0xff;
+	}
+}
+
+static bool opcode_supported(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return true;
+	default:
+		return false;
+	}
+}
+
+void requester_arm_retry(struct srn_rc_state *rc)
+{
+	if (rc->timeout_ns == 0 || rc->una_psn == rc->req_psn) {
+		rc->retry_at = 0;
+		return;
+	}
+	if (rc->retry_at == 0) {
+		rc->retry_at = srn_now_ns() + rc->timeout_ns;
+		srn_engine_arm(rc->eng, rc->retry_at);
+	}
+}
+
+/* Build and send the next packet of w (at byte offset w->sent).
+ * Returns 0 and advances on success; -EAGAIN; -EFAULT on a local
+ * protection error (bad lkey / bounds). */
+static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
+{
+	struct iovec pay[SRN_MAX_SGE];
+	struct wire_pkt h;
+	uint32_t npkts = rc_wqe_npkts(rc, w);
+	uint32_t idx = (uint32_t)(w->sent / rc->pmtu);
+	uint32_t psn = wire_psn_add(w->first_psn, idx);
+	uint32_t len = 0, adv = 1;
+	int npay = 0, ret;
+
+	memset(&h, 0, sizeof(h));
+	h.psn = psn;
+	if (w->opcode == IBV_WR_RDMA_READ) {
+		uint64_t left = w->length - w->sent;
+
+		len = (uint32_t)(left < rc->rd_chunk ? left : rc->rd_chunk);
+		adv = rc_div_up(len, rc->pmtu);
+		h.opcode = WIRE_READ_REQ;
+		h.va = w->remote_addr + w->sent;
+		h.rkey = w->rkey;
+		h.dma_len = len;
+		h.ackreq = true;
+		ret = rc_tx(rc, &h, NULL, 0, 0);
+		if (ret)
+			return ret;
+		w->sent += len;
+		rc->req_psn = wire_psn_add(psn, adv);
+		return 0;
+	}
+	if (rc_is_atomic(w)) {
+		h.opcode = req_opcode(w, true, true);
+		h.va = w->remote_addr;
+		h.rkey = w->rkey;
+		h.swap_add = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w->swap : w->compare_add;
+		h.compare = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w->compare_add : 0;
+		h.ackreq = true;
+		ret = rc_tx(rc, &h, NULL, 0, 0);
+		if (ret)
+			return ret;
+		w->sent = 8;
+		rc->req_psn = wire_psn_add(psn, 1);
+		return 0;
+	}
+
+	/* SEND / WRITE */
+	{
+		uint64_t left = w->length - w->sent;
+		bool first = w->sent == 0, last;
+
+		len = (uint32_t)(left < rc->pmtu ? left : rc->pmtu);
+		last = idx + 1 >= npkts;
+		h.opcode = req_opcode(w, first, last);
+		if (len) {
+			if (w->send_flags & IBV_SEND_INLINE) {
+				pay[0].iov_base = w->inline_data + w->sent;
+				pay[0].iov_len = len;
+				npay = 1;
+			} else {
+				npay = rc_sge_map(rc, w->sge, w->num_sge, w->sent, len, 0,
+						  pay, SRN_MAX_SGE);
+				if (npay < 0)
+					return -EFAULT;
+			}
+		}
+		if (first && (w->opcode == IBV_WR_RDMA_WRITE ||
+			      w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
+			h.va = w->remote_addr;
+			h.rkey = w->rkey;
+			h.dma_len = (uint32_t)w->length;
+		}
+		h.imm_be = w->imm_data;
+		h.se = last && (w->send_flags & IBV_SEND_SOLICITED);
+		h.ackreq = last || rc->since_ackreq + 1 >= rc->ackreq_every;
+		ret = rc_tx(rc, &h, pay, npay, len);
+		if (ret)
+			return ret;
+		rc->since_ackreq = h.ackreq ? 0 : rc->since_ackreq + 1;
+		w->sent += len;
+		if (last)
+			w->sent = w->length; /* zero-length message: one packet */
+		rc->req_psn = wire_psn_add(psn, 1);
+		return 0;
+	}
+}
+
+void requester_run(struct srn_rc_state *rc)
+{
+	struct srn_qp *qp = rc->qp;
+
+	if (!rc->path_ok || rc->rnr_wait || rc->resume_at)
+		return;
+	if (rc_state(rc) != IBV_QPS_RTS)
+		return;
+
+	while (qp->sq.next != qp->sq.tail) {
+		struct srn_send_wqe *w = rc_sq(qp, qp->sq.next);
+		int ret;
+
+		if (w->state & WQE_LOC_ERR)
+			break;
+
+		if (!(w->state & WQE_STARTED)) {
+			if (!opcode_supported(w->opcode) || w->length > SRN_MAX_MSG_SIZE) {
+				/* complete everything before it first */
+				if (qp->sq.head != qp->sq.next)
+					break;
+				completer_fail(rc, IBV_WC_LOC_QP_OP_ERR);
+				return;
+			}
+			if ((w->send_flags & IBV_SEND_FENCE) && rc->rd_out > 0)
+				break;
+			if (rc_is_rd_atomic(w) && rc->rd_out >= rc->max_rd)
+				break;
+			w->first_psn = rc->req_psn;
+			w->last_psn = wire_psn_add(rc->req_psn, rc_wqe_npkts(rc, w) - 1);
+			w->sent = 0;
+			w->state = WQE_STARTED;
+			if (rc_is_rd_atomic(w))
+				rc->rd_out++;
+		}
+		/* window: unacknowledged packets in flight */
+		if (wire_psn_diff(rc->req_psn, rc->una_psn) >= (int32_t)rc->win_pkts)
+			break;
+		if (w->opcode == IBV_WR_RDMA_READ && rc->req_psn != rc->una_psn) {
+			uint32_t adv = rc_div_up(w->length - w->sent < rc->rd_chunk ?
+						 w->length - w->sent : rc->rd_chunk, rc->pmtu);
+
+			if (wire_psn_diff(rc->req_psn, rc->una_psn) + (int32_t)adv >
+			    (int32_t)rc->win_pkts)
+				break;
+		}
+		ret = send_one(rc, w);
+		if (ret == -EAGAIN) {
+			rc->resume_at = srn_now_ns() + RESUME_DELAY_NS;
+			srn_engine_arm(rc->eng, rc->resume_at);
+			break;
+		}
+		if (ret == -EFAULT) {
+			/* Local protection error: what precedes it completes
+			 * normally first; the completer fails it at the head. */
+			w->state |= WQE_LOC_ERR;
+			if (qp->sq.head == qp->sq.next) {
+				completer_fail(rc, IBV_WC_LOC_PROT_ERR);
+				return;
+			}
+			break;
+		}
+		if (ret < 0)
+			break;
+		if (wire_psn_diff(rc->req_psn, wire_psn_add(w->last_psn, 1)) >= 0)
+			qp->sq.next++;
+	}
+	requester_arm_retry(rc);
+}
+
+void requester_rewind(struct srn_rc_state *rc, uint32_t psn)
+{
+	struct srn_qp *qp = rc->qp;
+	uint32_t i;
+
+	for (i = qp->sq.head; i != qp->sq.tail; i++) {
+		struct srn_send_wqe *w = rc_sq(qp, i);
+
+		if (!(w->state & WQE_STARTED))
+			break;
+		if (wire_psn_diff(psn, w->last_psn) <= 0)
+			break;
+	}
+	if (i == qp->sq.tail || !(rc_sq(qp, i)->state & WQE_STARTED)) {
+		/* nothing sent at or after psn: just resume */
+		rc->una_psn = rc->req_psn;
+		return;
+	}
+	rc_count(rc, SRN_CNT_req_retransmits);
+	qp->sq.next = i;
+	for (uint32_t j = i; j != qp->sq.tail; j++) {
+		struct srn_send_wqe *w = rc_sq(qp, j);
+
+		if (!(w->state & WQE_STARTED))
+			break;
+		w->sent = 0;
+	}
+	{
+		struct srn_send_wqe *w = rc_sq(qp, i);
+		int32_t d = wire_psn_diff(psn, w->first_psn);
+
+		if (d < 0)
+			d = 0;
+		if (!rc_is_atomic(w))
+			w->sent = (uint64_t)d * rc->pmtu;
+		if (w->sent > w->length)
+			w->sent = w->length;
+		if (i == qp->sq.head && w->opcode == IBV_WR_RDMA_READ)
+			rc->resp_off = w->sent;
+		rc->req_psn = wire_psn_add(w->first_psn, (uint32_t)d);
+	}
+	rc->una_psn = rc->req_psn;
+	rc->since_ackreq = 0;
+}

@@ -1,0 +1,481 @@
+/* transport/responder: request packets -> memory, ACK/NAK, read responses,
+ * atomic ACKs (IBTA Vol 1 9.7.4, 9.7.5.2).  A state machine: each step
+ * checks one thing and names the next state; protocol errors are states.
+ * Nothing is written to memory before every check has passed. */
+#include <string.h>
+
+#include "net/udp.h"
+#include "transport/rc.h"
+
+#define RESP_STATES(X)                                                     \
+	X(CHECK_QP) X(CHECK_PSN) X(DUPLICATE) X(CHECK_OP_SEQ) X(CHECK_LEN)  \
+	X(CHECK_RESOURCE) X(CHECK_RKEY) X(EXECUTE) X(ACK) X(NAK_SEQ)      \
+	X(NAK_RNR) X(ERR_INV_REQ) X(ERR_ACCESS) X(ERR_LOC_LEN)             \
+	X(ERR_LOC_PROT) X(DROP) X(DONE)
+
+enum resp_state {
+#define RS_ENUM(n) RS_##n,
+	RESP_STATES(RS_ENUM)
+#undef RS_ENUM
+};
+
+static const char *const rs_names[] = {
+#define RS_NAME(n) #n,
+	RESP_STATES(RS_NAME)
+#undef RS_NAME
+};
+
+/* What the steps learn about one packet. */
+struct resp_pkt {
+	const struct wire_pkt *pkt;
+	uint32_t caps;
+	struct srn_recv_wqe *rwqe;   /* receive WQE a SEND/WRITE_IMM lands in */
+	struct iovec iov[SRN_MAX_SGE]; /* where the payload goes */
+	int niov;
+	void *target;                /* READ / ATOMIC / WRITE target */
+};
+
+static void send_aeth(struct srn_rc_state *rc, uint32_t psn, uint8_t syndrome)
+{
+	struct wire_pkt h;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = WIRE_RC | WIRE_ACK;
+	h.psn = psn;
+	h.syndrome = syndrome;
+	h.msn = rc->msn;
+	rc_tx(rc, &h, NULL, 0, 0);
+}
+
+/* A response that must go out: if the socket is full, wait a little;
+ * if it stays full the requester's retry recovers. */
+static int tx_retry(struct srn_rc_state *rc, struct wire_pkt *h,
+		    const struct iovec *iov, int n, uint32_t len)
+{
+	for (int tries = 0; tries < 50; tries++) {
+		int ret = rc_tx(rc, h, iov, n, len);
+
+		if (ret != -EAGAIN)
+			return ret;
+		net_udp_wait_writable(&rc->eng->udp, 2);
+	}
+	return -EAGAIN;
+}
+
+static void send_read_resp(struct srn_rc_state *rc, uint32_t psn, const uint8_t *src,
+			   uint32_t len)
+{
+	uint32_t n = rc_div_up(len, rc->pmtu);
+
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t off = k * rc->pmtu;
+		uint32_t l = len - off < rc->pmtu ? len - off : rc->pmtu;
+		struct iovec iov = { .iov_base = (void *)(src + off), .iov_len = l };
+		struct wire_pkt h;
+
+		memset(&h, 0, sizeof(h));
+		if (n == 1)
+			h.opcode = WIRE_READ_RESP_ONLY;
+		else if (k == 0)
+			h.opcode = WIRE_READ_RESP_FIRST;
+		else if (k == n - 1)
+			h.opcode = WIRE_READ_RESP_LAST;
+		else
+			h.opcode = WIRE_READ_RESP_MIDDLE;
+		h.psn = wire_psn_add(psn, k);
+		h.syndrome = WIRE_AETH_ACK | 0x1f;
+		h.msn = rc->msn;
+		rc_count(rc, SRN_CNT_resp_read_resp);
+		if (tx_retry(rc, &h, &iov, l ? 1 : 0, l) < 0)
+			return;
+	}
+}
+
+static void send_atomic_ack(struct srn_rc_state *rc, uint32_t psn, uint64_t orig)
+{
+	struct wire_pkt h;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = WIRE_ATOMIC_ACK;
+	h.psn = psn;
+	h.syndrome = WIRE_AETH_ACK | 0x1f;
+	h.msn = rc->msn;
+	h.orig = orig;
+	tx_retry(rc, &h, NULL, 0, 0);
+}
+
+static void push_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r,
+			 enum ibv_wc_status st, enum ibv_wc_opcode op,
+			 const struct wire_pkt *pkt, uint32_t byte_len)
+{
+	struct srn_qp *qp = rc->qp;
+	struct ibv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = r->wr_id;
+	wc.status = st;
+	wc.opcode = op;
+	wc.byte_len = byte_len;
+	wc.qp_num = rc->qpn;
+	wc.src_qp = rc->dqpn;
+	if (st == IBV_WC_SUCCESS && (wire_opcodes[pkt->opcode].caps & WIRE_HAS_IMMDT)) {
+		wc.imm_data = pkt->imm_be;
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	srn_cq_push(qp->recv_cq, &wc, pkt->se);
+	qp->rq.head++;
+}
+
+static bool rq_available(struct srn_rc_state *rc)
+{
+	struct srn_qp *qp = rc->qp;
+
+	return !qp->srq && qp->rq.wqe && qp->rq.max_wr && qp->rq.head != qp->rq.tail;
+}
+
+static enum resp_state check_qp(struct srn_rc_state *rc, struct resp_pkt *p)
+{
+	enum ibv_qp_state st = rc_state(rc);
+
+	(void)p;
+	if (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD) {
+		rc_count(rc, SRN_CNT_rx_drop_qp_state);
+		return RS_DROP;
+	}
+	return RS_CHECK_PSN;
+}
+
+static enum resp_state check_psn(struct srn_rc_state *rc, struct resp_pkt *p)
+{
+	int32_t d = wire_psn_diff(p->pkt->psn, rc->epsn);
+
+	if (d < 0)
+		return RS_DUPLICATE;
+	if (d > 0) {
+		rc_count(rc, SRN_CNT_resp_psn_ahead);
+		return rc->nak_sent ? RS_DROP : RS_NAK_SEQ;
+	}
+	rc->nak_sent = false;
+	return RS_CHECK_OP_SEQ;
+}
+
+static enum resp_state check_op_seq(struct srn_rc_state *rc, struct resp_pkt *p)
+{
+	uint32_t c = p->caps;
+	unsigned int acc = rc->qp->a.attr.qp_access_flags;
+
+	switch (rc->in_msg) {
+	case RC_MSG_SEND:
+		if (!(c & WIRE_IS_SEND) || (c & WIRE_IS_FIRST))
+			return RS_ERR_INV_REQ;
+		return RS_CHECK_LEN;
+	case RC_MSG_WRITE:
+		if (!(c & WIRE_IS_WRITE) || (c & WIRE_IS_FIRST))
+			return RS_ERR_INV_REQ;
+		return RS_CHECK_LEN;
+	case RC_MSG_NONE:
+		break;
+	}
+	if (!(c & WIRE_IS_FIRST))
+		return RS_ERR_INV_REQ;
+	if (c & WIRE_HAS_IETH)
+		return RS_ERR_INV_REQ; /* SEND_WITH_INV: no memory windows */
+	if ((c & WIRE_IS_WRITE) && !(acc & IBV_ACCESS_REMOTE_WRITE))
+		return RS_ERR_ACCESS;
+	if ((c & WIRE_IS_READ) && !(acc & IBV_ACCESS_REMOTE_READ))
+		return RS_ERR_ACCESS;
+	if ((c & WIRE_IS_ATOMIC) && !(acc & IBV_ACCESS_REMOTE_ATOMIC))
+		return RS_ERR_ACCESS;
+	if (!(c & (WIRE_IS_SEND | WIRE_IS_WRITE | WIRE_IS_READ | WIRE_IS_ATOMIC)))
+		return RS_ERR_INV_REQ;
+	return RS_CHECK_LEN;
+}
+
+static enum resp_state check_len(struct srn_rc_state *rc, struct resp_pkt *p)
+{
+	const struct wire_pkt *k = p->pkt;
+	uint32_t c = p->caps, len = k->payload_len;
+
+	if (len > rc->pmtu)
+		return RS_ERR_INV_REQ;
+	if ((c & (WIRE_IS_SEND | WIRE_IS_WRITE)) && !(c & WIRE_IS_LAST) && len != rc->pmtu)
+		return RS_ERR_INV_REQ;
+	if (c & WIRE_IS_WRITE) {
+		if (c & WIRE_IS_FIRST) {
+			if ((c & WIRE_IS_LAST) ? k->dma_len != len : k->dma_len <= len)
+				return RS_ERR_INV_REQ;
+		} else if (c & WIRE_IS_LAST) {
+			if (rc->msg_off + len != rc->wr_len)
+				return RS_ERR_INV_REQ;
+		} else if (rc->msg_off + len >= rc->wr_len) {
+			return RS_ERR_INV_REQ;
+		}
+	}
+	if ((c & WIRE_IS_READ) && k->dma_len > SRN_MAX_MSG_SIZE)
+		return RS_ERR_INV_REQ;
+	if ((c & WIRE_IS_ATOMIC) && (k->va & 7))
+		return RS_ERR_INV_REQ;
+	if ((c & WIRE_IS_SEND) && rc->msg_off + len > SRN_MAX_MSG_SIZE)
+		return RS_ERR_INV_REQ;
+	return RS_CHECK_RESOURCE;
+}
+
+static enum resp_state check_resource(struct srn_rc_state *rc, struct resp_pkt *p)
+{
+	struct srn_qp *qp = rc->qp;
+	uint32_t c = p->caps;
+	bool needs_rwqe = (c & WIRE_IS_SEND) ||
+			  ((c & WIRE_IS_WRITE) && (c & WIRE_HAS_IMMDT));
+
+	if (!needs_rwqe)
+		return RS_CHECK_RKEY;
+	/* A SEND takes its receive WQE at its first packet; a WRITE with
+	 * immediate at its last (the only one carrying ImmDt). */
+	if (!rq_available(rc))
+		return RS_NAK_RNR;
+	p->rwqe = rc_rq(qp, qp->rq.head);
+	if ((c & WIRE_IS_SEND) && rc->msg_off + p->pkt->payload_len > p->rwqe->length)
+		return RS_ERR_LOC_LEN;
+	if (c & WIRE_IS_SEND) {
+		p->niov = rc_sge_map(rc, p->rwqe->sge, p->rwqe->num_sge, rc->msg_off,
+				     p->pkt->payload_len, IBV_ACCESS_LOCAL_WRITE,
+				     p->iov, SRN_MAX_SGE);
+		if (p->niov < 0)
+			return RS_ERR_LOC_PROT;
+	}
+	return RS_CHECK_RKEY;
+}
+
+static bool rkey_ok(struct srn_rc_state *rc, uint32_t rkey, uint64_t va, uint64_t len,
+		    unsigned int access, void **out)
+{
+	struct srn_qp *qp = rc->qp;
+
+	return srn_mr_resolve(qp->ctx, qp->pd, rkey, true, va, len, access, out) == SRN_MR_OK;
+}
+
+static enum resp_state check_rkey(struct srn_rc_state *rc, struct resp_pkt *p)
+{
+	const struct wire_pkt *k = p->pkt;
+	uint32_t c = p->caps;
+	void *whole;
+
+	if (c & WIRE_IS_WRITE) {
+		uint64_t va = (c & WIRE_IS_FIRST) ? k->va : rc->wr_va + rc->msg_off;
+		uint32_t rkey = (c & WIRE_IS_FIRST) ? k->rkey : rc->wr_rkey;
+
+		/* The first packet checks the whole range the RETH names. */
+		if ((c & WIRE_IS_FIRST) && k->dma_len &&
+		    !rkey_ok(rc, k->rkey, k->va, k->dma_len, IBV_ACCESS_REMOTE_WRITE, &whole))
+			return RS_ERR_ACCESS;
+		if (k->payload_len && !rkey_ok(rc, rkey, va, k->payload_len,
+					       IBV_ACCESS_REMOTE_WRITE, &p->target))
+			return RS_ERR_ACCESS;
+	} else if (c & WIRE_IS_READ) {
+		if (k->dma_len && !rkey_ok(rc, k->rkey, k->va, k->dma_len,
+					   IBV_ACCESS_REMOTE_READ, &p->target))
+			return RS_ERR_ACCESS;
+	} else if (c & WIRE_IS_ATOMIC) {
+		if (!rkey_ok(rc, k->rkey, k->va, 8, IBV_ACCESS_REMOTE_ATOMIC, &p->target))
+			return RS_ERR_ACCESS;
+	}
+	return RS_EXECUTE;
+}
+
+static uint64_t do_atomic(const struct wire_pkt *k, void *target)
+{
+	uint64_t *t = target;
+
+	if ((k->opcode & 0x1f) == WIRE_CMP_SWAP) {
+		uint64_t expected = k->compare;
+
+		/* On failure expected receives the current value; on success
+		 * it still holds compare, which was the value: either way it
+		 * is the original. */
+		__atomic_compare_exchange_n(t, &expected, k->swap_add, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		return expected;
+	}
+	return __atomic_fetch_add(t, k->swap_add, __ATOMIC_SEQ_CST);
+}
+
+static enum resp_state execute(struct srn_rc_state *rc, struct resp_pkt *p)
+{
+	const struct wire_pkt *k = p->pkt;
+	uint32_t c = p->caps;
+
+	if (c & WIRE_IS_READ) {
+		uint32_t psn = k->psn;
+
+		rc->epsn = wire_psn_add(rc->epsn, rc_div_up(k->dma_len, rc->pmtu));
+		rc->msn = (rc->msn + 1) & WIRE_PSN_MASK;
+		send_read_resp(rc, psn, p->target, k->dma_len);
+		return RS_DONE;
+	}
+	if (c & WIRE_IS_ATOMIC) {
+		uint64_t orig = do_atomic(k, p->target);
+		struct rc_replay *r = &rc->replay[rc->replay_next++ % rc->replay_n];
+
+		r->psn = k->psn;
+		r->orig = orig;
+		r->valid = true;
+		rc->epsn = wire_psn_add(rc->epsn, 1);
+		rc->msn = (rc->msn + 1) & WIRE_PSN_MASK;
+		send_atomic_ack(rc, k->psn, orig);
+		return RS_DONE;
+	}
+	if (c & WIRE_IS_SEND) {
+		const uint8_t *src = k->payload;
+
+		for (int i = 0; i < p->niov; i++) {
+			memcpy(p->iov[i].iov_base, src, p->iov[i].iov_len);
+			src += p->iov[i].iov_len;
+		}
+		rc->msg_off += k->payload_len;
+		rc->in_msg = RC_MSG_SEND;
+		if (c & WIRE_IS_LAST) {
+			push_recv_wc(rc, p->rwqe, IBV_WC_SUCCESS, IBV_WC_RECV, k,
+				     (uint32_t)rc->msg_off);
+			rc->in_msg = RC_MSG_NONE;
+			rc->msg_off = 0;
+			rc->msn = (rc->msn + 1) & WIRE_PSN_MASK;
+		}
+	} else { /* WRITE */
+		if (c & WIRE_IS_FIRST) {
+			rc->wr_va = k->va;
+			rc->wr_rkey = k->rkey;
+			rc->wr_len = k->dma_len;
+			rc->msg_off = 0;
+		}
+		if (k->payload_len)
+			memcpy(p->target, k->payload, k->payload_len);
+		rc->msg_off += k->payload_len;
+		rc->in_msg = RC_MSG_WRITE;
+		if (c & WIRE_IS_LAST) {
+			if (c & WIRE_HAS_IMMDT)
+				push_recv_wc(rc, p->rwqe, IBV_WC_SUCCESS,
+					     IBV_WC_RECV_RDMA_WITH_IMM, k, rc->wr_len);
+			rc->in_msg = RC_MSG_NONE;
+			rc->msg_off = 0;
+			rc->msn = (rc->msn + 1) & WIRE_PSN_MASK;
+		}
+	}
+	rc->epsn = wire_psn_add(rc->epsn, 1);
+	return RS_ACK;
+}
+
+static enum resp_state duplicate(struct srn_rc_state *rc, struct resp_pkt *p)
+{
+	const struct wire_pkt *k = p->pkt;
+	uint32_t c = p->caps;
+
+	rc_count(rc, SRN_CNT_resp_dup_request);
+	if (c & WIRE_IS_READ) {
+		/* Reads are re-executed (IBTA 9.7.5.2.8): the requester
+		 * re-asks for what it is missing. */
+		if (k->dma_len > SRN_MAX_MSG_SIZE ||
+		    (k->dma_len && !rkey_ok(rc, k->rkey, k->va, k->dma_len,
+					    IBV_ACCESS_REMOTE_READ, &p->target)))
+			return RS_DROP;
+		send_read_resp(rc, k->psn, p->target, k->dma_len);
+		return RS_DONE;
+	}
+	if (c & WIRE_IS_ATOMIC) {
+		for (uint32_t i = 0; i < rc->replay_n; i++)
+			if (rc->replay[i].valid && rc->replay[i].psn == k->psn) {
+				send_atomic_ack(rc, k->psn, rc->replay[i].orig);
+				return RS_DONE;
+			}
+		return RS_DROP;
+	}
+	/* SEND/WRITE: already executed, acknowledge again. */
+	if (k->ackreq) {
+		rc_count(rc, SRN_CNT_resp_acks);
+		send_aeth(rc, wire_psn_add(rc->epsn, WIRE_PSN_MASK), WIRE_AETH_ACK | 0x1f);
+	}
+	return RS_DONE;
+}
+
+static enum resp_state resp_step(struct srn_rc_state *rc, struct resp_pkt *p,
+				 enum resp_state s)
+{
+	switch (s) {
+	case RS_CHECK_QP:
+		return check_qp(rc, p);
+	case RS_CHECK_PSN:
+		return check_psn(rc, p);
+	case RS_DUPLICATE:
+		return duplicate(rc, p);
+	case RS_CHECK_OP_SEQ:
+		return check_op_seq(rc, p);
+	case RS_CHECK_LEN:
+		return check_len(rc, p);
+	case RS_CHECK_RESOURCE:
+		return check_resource(rc, p);
+	case RS_CHECK_RKEY:
+		return check_rkey(rc, p);
+	case RS_EXECUTE:
+		return execute(rc, p);
+	case RS_ACK:
+		if (p->pkt->ackreq) {
+			rc_count(rc, SRN_CNT_resp_acks);
+			send_aeth(rc, p->pkt->psn, WIRE_AETH_ACK | 0x1f);
+		}
+		return RS_DONE;
+	case RS_NAK_SEQ:
+		/* Once per gap: later packets of the gap are dropped. */
+		rc_count(rc, SRN_CNT_resp_nak_seq);
+		rc->nak_sent = true;
+		send_aeth(rc, rc->epsn, WIRE_AETH_NAK_PSN_SEQ);
+		return RS_DONE;
+	case RS_NAK_RNR:
+		rc_count(rc, SRN_CNT_resp_nak_rnr);
+		rc->nak_sent = true;
+		send_aeth(rc, rc->epsn, WIRE_AETH_RNR_NAK | (rc->min_rnr & 0x1f));
+		return RS_DONE;
+	case RS_ERR_INV_REQ:
+		rc_count(rc, SRN_CNT_resp_nak_inv);
+		send_aeth(rc, rc->epsn, WIRE_AETH_NAK_INV_REQ);
+		rc_qp_error(rc, IBV_EVENT_QP_REQ_ERR);
+		return RS_DONE;
+	case RS_ERR_ACCESS:
+		rc_count(rc, SRN_CNT_resp_nak_access);
+		send_aeth(rc, rc->epsn, WIRE_AETH_NAK_REM_ACCESS);
+		rc_qp_error(rc, IBV_EVENT_QP_ACCESS_ERR);
+		return RS_DONE;
+	case RS_ERR_LOC_LEN:
+		rc_count(rc, SRN_CNT_resp_nak_inv);
+		push_recv_wc(rc, p->rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, p->pkt, 0);
+		send_aeth(rc, rc->epsn, WIRE_AETH_NAK_INV_REQ);
+		rc_qp_error(rc, IBV_EVENT_QP_FATAL);
+		return RS_DONE;
+	case RS_ERR_LOC_PROT:
+		rc_count(rc, SRN_CNT_resp_nak_op);
+		push_recv_wc(rc, p->rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, p->pkt, 0);
+		send_aeth(rc, rc->epsn, WIRE_AETH_NAK_REM_OP);
+		rc_qp_error(rc, IBV_EVENT_QP_FATAL);
+		return RS_DONE;
+	case RS_DROP:
+		rc_count(rc, SRN_CNT_resp_drop);
+		return RS_DONE;
+	case RS_DONE:
+		break;
+	}
+	return RS_DONE;
+}
+
+void responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt)
+{
+	struct resp_pkt p = { .pkt = pkt, .caps = wire_opcodes[pkt->opcode].caps };
+	enum resp_state s = RS_CHECK_QP;
+
+	while (s != RS_DONE) {
+		enum resp_state n = resp_step(rc, &p, s);
+
+		if (rc->eng->debug && n != RS_DONE && n > RS_ACK)
+			srn_dbg(rc->eng, "qp %u resp psn %u %s: %s -> %s", rc->qpn,
+				pkt->psn, wire_opcodes[pkt->opcode].name, rs_names[s],
+				rs_names[n]);
+		s = n;
+	}
+}

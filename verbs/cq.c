@@ -1,0 +1,393 @@
+/* Completion queues: a ring of struct ibv_wc that the transport fills
+ * (srn_cq_push) and the application drains (ibv_poll_cq or the
+ * ibv_start_poll/next_poll/end_poll path of ibv_cq_ex). */
+#include "verbs/datapath.h"
+#include "verbs/export.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* wc_flags we can report: the standard set.  Timestamps, CVLAN, flow tag
+ * and tag matching have no source in a software NIC. */
+#define CQ_WC_FLAGS_SUPPORTED IBV_WC_STANDARD_FLAGS
+
+static uint32_t round_pow2(uint32_t v)
+{
+	uint32_t r = 1;
+
+	while (r < v)
+		r <<= 1;
+	return r;
+}
+
+/* ---- the ibv_cq_ex read_* accessors (cq->lock held by start_poll) ---- */
+
+static struct srn_cq *cq_of_ex(struct ibv_cq_ex *c)
+{
+	return srn_container_of(c, struct srn_cq, ibv);
+}
+
+static void cq_load_cur(struct srn_cq *cq)
+{
+	cq->cur = cq->ring[cq->head & (cq->size - 1)];
+	cq->head++;
+	cq->ibv.wr_id = cq->cur.wr_id;
+	cq->ibv.status = cq->cur.status;
+}
+
+static int cq_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
+{
+	struct srn_cq *cq = cq_of_ex(c);
+
+	if (attr && attr->comp_mask)
+		return EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	if (cq->head == cq->tail) {
+		/* Empty: let the engine run inline once, then look again. */
+		pthread_mutex_unlock(&cq->lock);
+		srn_transport_progress(srn_ctx(c->context));
+		pthread_mutex_lock(&cq->lock);
+		if (cq->head == cq->tail) {
+			pthread_mutex_unlock(&cq->lock);
+			return ENOENT; /* end_poll must not be called */
+		}
+	}
+	cq_load_cur(cq); /* the lock stays held until end_poll */
+	return 0;
+}
+
+static int cq_next_poll(struct ibv_cq_ex *c)
+{
+	struct srn_cq *cq = cq_of_ex(c);
+
+	if (cq->head == cq->tail)
+		return ENOENT;
+	cq_load_cur(cq);
+	return 0;
+}
+
+static void cq_end_poll(struct ibv_cq_ex *c)
+{
+	pthread_mutex_unlock(&cq_of_ex(c)->lock);
+}
+
+static enum ibv_wc_opcode cq_read_opcode(struct ibv_cq_ex *c)
+{
+	return cq_of_ex(c)->cur.opcode;
+}
+
+static uint32_t cq_read_vendor_err(struct ibv_cq_ex *c)
+{
+	return cq_of_ex(c)->cur.vendor_err;
+}
+
+static uint32_t cq_read_byte_len(struct ibv_cq_ex *c)
+{
+	return cq_of_ex(c)->cur.byte_len;
+}
+
+static __be32 cq_read_imm_data(struct ibv_cq_ex *c)
+{
+	return cq_of_ex(c)->cur.imm_data;
+}
+
+static uint32_t cq_read_qp_num(struct ibv_cq_ex *c)
+{
+	return cq_of_ex(c)->cur.qp_num;
+}
+
+static uint32_t cq_read_src_qp(struct ibv_cq_ex *c)
+{
+	return cq_of_ex(c)->cur.src_qp;
+}
+
+static unsigned int cq_read_wc_flags(struct ibv_cq_ex *c)
+{
+	return cq_of_ex(c)->cur.wc_flags;
+}
+
+static uint32_t cq_read_slid(struct ibv_cq_ex *c)
+{
+	return cq_of_ex(c)->cur.slid;
+}
+
+static uint8_t cq_read_sl(struct ibv_cq_ex *c)
+{
+	return cq_of_ex(c)->cur.sl;
+}
+
+static uint8_t cq_read_dlid_path_bits(struct ibv_cq_ex *c)
+{
+	return cq_of_ex(c)->cur.dlid_path_bits;
+}
+
+/* ---- create / resize / destroy --------------------------------------- */
+
+static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
+				void *cq_context, struct ibv_comp_channel *channel,
+				uint32_t comp_vector, uint64_t wc_flags)
+{
+	struct srn_context *ctx;
+	struct srn_cq *cq;
+	int nvec;
+
+	if (!context || cqe < 1 || cqe > SRN_MAX_CQE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	nvec = context->num_comp_vectors > 0 ? context->num_comp_vectors : 1;
+	if (comp_vector >= (uint32_t)nvec ||
+	    (channel && channel->context != context)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx = srn_ctx(context);
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	cq->size = round_pow2(cqe);
+	cq->ring = calloc(cq->size, sizeof(*cq->ring));
+	if (!cq->ring) {
+		free(cq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&cq->lock, NULL);
+	atomic_init(&cq->users, 0);
+	cq->wc_flags = wc_flags;
+
+	cq->ibv.context = context;
+	cq->ibv.channel = channel;
+	cq->ibv.cq_context = cq_context;
+	cq->ibv.handle = 0;
+	cq->ibv.cqe = (int)cq->size;
+	pthread_mutex_init(&cq->ibv.mutex, NULL);
+	pthread_cond_init(&cq->ibv.cond, NULL);
+	cq->ibv.start_poll = cq_start_poll;
+	cq->ibv.next_poll = cq_next_poll;
+	cq->ibv.end_poll = cq_end_poll;
+	cq->ibv.read_opcode = cq_read_opcode;
+	cq->ibv.read_vendor_err = cq_read_vendor_err;
+	cq->ibv.read_byte_len = cq_read_byte_len;
+	cq->ibv.read_imm_data = cq_read_imm_data;
+	cq->ibv.read_qp_num = cq_read_qp_num;
+	cq->ibv.read_src_qp = cq_read_src_qp;
+	cq->ibv.read_wc_flags = cq_read_wc_flags;
+	cq->ibv.read_slid = cq_read_slid;
+	cq->ibv.read_sl = cq_read_sl;
+	cq->ibv.read_dlid_path_bits = cq_read_dlid_path_bits;
+
+	if (channel) {
+		struct srn_comp_channel *ch = srn_chan(channel);
+
+		pthread_mutex_lock(&ch->lock);
+		channel->refcnt++;
+		pthread_mutex_unlock(&ch->lock);
+	}
+	atomic_fetch_add(&ctx->num_objects, 1);
+	return cq;
+}
+
+/* A CQ with at least cqe entries (rounded up to a power of two; the real
+ * size is in cq->cqe).  NULL + errno (EINVAL for cqe outside
+ * 1..SRN_MAX_CQE or comp_vector >= num_comp_vectors). */
+SRN_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
+					void *cq_context,
+					struct ibv_comp_channel *channel,
+					int comp_vector)
+{
+	struct srn_cq *cq;
+
+	if (cqe < 1 || comp_vector < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = cq_create(context, (uint32_t)cqe, cq_context, channel,
+		       (uint32_t)comp_vector, 0);
+	return cq ? ibv_cq_ex_to_cq(&cq->ibv) : NULL;
+}
+
+/* vctx->create_cq_ex: ibv_create_cq_ex().  Unknown wc_flags, comp_mask
+ * bits or creation flags we cannot honour -> EOPNOTSUPP. */
+struct ibv_cq_ex *srn_create_cq_ex(struct ibv_context *context,
+				   struct ibv_cq_init_attr_ex *attr)
+{
+	const uint32_t known_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS |
+				    IBV_CQ_INIT_ATTR_MASK_PD;
+	struct srn_cq *cq;
+
+	if (!attr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((attr->comp_mask & ~known_mask) ||
+	    (attr->wc_flags & ~(uint64_t)CQ_WC_FLAGS_SUPPORTED)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* SINGLE_THREADED is a hint (we lock anyway); IGNORE_OVERRUN would
+	 * need silent loss of completions, which we do not do. */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	cq = cq_create(context, attr->cqe, attr->cq_context, attr->channel,
+		       attr->comp_vector, attr->wc_flags);
+	return cq ? &cq->ibv : NULL;
+}
+
+/* Resizes cq to at least cqe entries, keeping its completions.  EINVAL if
+ * cqe is out of range or below the number of completions waiting. */
+SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct srn_cq *cq;
+	struct ibv_wc *ring;
+	uint32_t size, n, i;
+
+	if (!ibcq || cqe < 1 || cqe > SRN_MAX_CQE)
+		return EINVAL;
+	cq = srn_cq(ibcq);
+	size = round_pow2((uint32_t)cqe);
+	ring = calloc(size, sizeof(*ring));
+	if (!ring)
+		return ENOMEM;
+	pthread_mutex_lock(&cq->lock);
+	n = cq->tail - cq->head;
+	if ((uint32_t)cqe < n) {
+		pthread_mutex_unlock(&cq->lock);
+		free(ring);
+		return EINVAL;
+	}
+	for (i = 0; i < n; i++)
+		ring[i] = cq->ring[(cq->head + i) & (cq->size - 1)];
+	free(cq->ring);
+	cq->ring = ring;
+	cq->size = size;
+	cq->head = 0;
+	cq->tail = n;
+	cq->ibv.cqe = (int)size;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+/* Frees cq: EBUSY while a QP or SRQ uses it.  Like rdma-core, blocks until
+ * every completion event the application received is acknowledged. */
+SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct srn_cq *cq;
+	struct srn_comp_channel *ch = NULL;
+
+	if (!ibcq)
+		return EINVAL;
+	cq = srn_cq(ibcq);
+	if (atomic_load(&cq->users) != 0)
+		return EBUSY;
+	if (ibcq->channel) {
+		ch = srn_chan(ibcq->channel);
+		srn_chan_forget(ch, cq);
+	}
+	pthread_mutex_lock(&ibcq->mutex);
+	while (ibcq->comp_events_completed != cq->comp_events_reported)
+		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+	pthread_mutex_unlock(&ibcq->mutex);
+	if (ch) {
+		pthread_mutex_lock(&ch->lock);
+		ch->ibv.refcnt--;
+		pthread_mutex_unlock(&ch->lock);
+	}
+	atomic_fetch_sub(&srn_ctx(ibcq->context)->num_objects, 1);
+	pthread_cond_destroy(&ibcq->cond);
+	pthread_mutex_destroy(&ibcq->mutex);
+	pthread_mutex_destroy(&cq->lock);
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+/* ---- data path ------------------------------------------------------- */
+
+static int cq_take(struct srn_cq *cq, int n, struct ibv_wc *wc)
+{
+	int got = 0;
+
+	pthread_mutex_lock(&cq->lock);
+	while (got < n && cq->head != cq->tail) {
+		wc[got++] = cq->ring[cq->head & (cq->size - 1)];
+		cq->head++;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return got;
+}
+
+/* ops.poll_cq: up to num_entries completions, oldest first; 0 if none.
+ * An empty CQ first gives the engine one inline run (no CQ lock held). */
+int srn_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct srn_cq *cq = srn_cq(ibcq);
+	int got;
+
+	if (num_entries < 0)
+		return -EINVAL;
+	if (num_entries == 0)
+		return 0;
+	got = cq_take(cq, num_entries, wc);
+	if (got == 0) {
+		srn_transport_progress(srn_ctx(ibcq->context));
+		got = cq_take(cq, num_entries, wc);
+	}
+	return got;
+}
+
+/* ops.req_notify_cq: arm for the next completion (or the next solicited
+ * or error one).  Arming for "any" is never narrowed by a later
+ * solicited-only request before it fires. */
+int srn_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct srn_cq *cq = srn_cq(ibcq);
+
+	pthread_mutex_lock(&cq->lock);
+	if (!solicited_only)
+		cq->armed = 1;
+	else if (cq->armed == 0)
+		cq->armed = 2;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	bool raise = false, fire = false;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq->tail - cq->head >= cq->size) {
+		/* IBTA 11.4.2.1: overrun puts the CQ in error; say it once. */
+		raise = !cq->overrun;
+		cq->overrun = true;
+		pthread_mutex_unlock(&cq->lock);
+		if (raise) {
+			struct ibv_async_event ev = {
+				.element.cq = ibv_cq_ex_to_cq(&cq->ibv),
+				.event_type = IBV_EVENT_CQ_ERR,
+			};
+
+			srn_async_post(srn_ctx(cq->ibv.context), &ev);
+		}
+		return -ENOSPC;
+	}
+	cq->ring[cq->tail & (cq->size - 1)] = *wc;
+	cq->tail++;
+	/* IBTA 11.4.2.2: a solicited-only arm fires on a solicited or an
+	 * error completion. */
+	if (cq->armed == 1 ||
+	    (cq->armed == 2 && (solicited || wc->status != IBV_WC_SUCCESS))) {
+		cq->armed = 0;
+		fire = cq->ibv.channel != NULL;
+	}
+	if (fire)
+		srn_chan_notify(srn_chan(cq->ibv.channel), cq);
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}

@@ -1,0 +1,323 @@
+/* Memory regions.  Registration records (address, length, access, PD) in
+ * the context's MR table and pins nothing, so it costs the same for 4 KiB
+ * and for 1 TiB.  A key is (table index << 8) | 8 random key bits; like
+ * rxe, lkey == rkey.  The transport checks every access with
+ * srn_mr_resolve(), the one place that turns a key into a pointer.
+ *
+ * A freed table slot keeps a tombstone with its last key bits so the next
+ * MR in that slot gets different ones: a stale key never matches the MR
+ * that replaced it. */
+#include "verbs/datapath.h"
+#include "verbs/export.h"
+
+#include <stdlib.h>
+#include <sys/random.h>
+
+/* v44's header turns these names into inline selectors; we define the
+ * symbols themselves (abi/libibverbs.map). */
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+#define MR_MIN_SLOTS 256u
+#define MR_MAX_SLOTS ((uint32_t)SRN_MAX_MR + 1) /* index 0 is never used */
+
+/* Flags we act on.  The rest of the optional range (RELAXED_ORDERING and
+ * friends) are performance hints: rdma-core silently drops them when the
+ * device does not support them, and so do we.  HUGETLB and MW_BIND are
+ * accepted as rxe does (no memory windows exist, so MW_BIND grants
+ * nothing).  ON_DEMAND is refused like Debian 12's rxe (no ODP caps are
+ * reported), although nothing is ever pinned here anyway. */
+#define MR_ACCESS_KNOWN                                                  \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |               \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |              \
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB | \
+	 IBV_ACCESS_OPTIONAL_RANGE)
+#define MR_ACCESS_KEPT                                                   \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |               \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |              \
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED)
+
+static bool slot_is_free(const struct srn_mr *m)
+{
+	return !m || ((uintptr_t)m & 1);
+}
+
+/* Tombstone: odd "pointer" carrying the last key bits. */
+static struct srn_mr *tombstone(uint32_t key)
+{
+	return (struct srn_mr *)(uintptr_t)(((key & 0xff) << 1) | 1);
+}
+
+/* xorshift32 over the context's random seed; ctx->lock held. */
+static uint8_t next_key_bits(struct srn_context *ctx)
+{
+	uint32_t x = ctx->key_seed;
+
+	if (x == 0 && getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
+		x = 0x9e3779b9u;
+	if (x == 0)
+		x = 0x9e3779b9u;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	ctx->key_seed = x;
+	return (uint8_t)(x >> 11);
+}
+
+/* 0, or EINVAL / EOPNOTSUPP for an access combination we refuse. */
+static int check_access(unsigned int access)
+{
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return EOPNOTSUPP;
+	if (access & ~(unsigned int)MR_ACCESS_KNOWN)
+		return EINVAL;
+	/* IBTA 10.6.3.1 / ibv_reg_mr(3): remote write or atomic access
+	 * needs local write access. */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return EINVAL;
+	return 0;
+}
+
+/* 0 or EINVAL: a range the kernel would accept (rxe pins pages, and a
+ * zero-length region has no page, so length 0 is EINVAL there too). */
+static int check_range(const void *addr, size_t length, uint64_t iova,
+		       unsigned int access)
+{
+	uintptr_t a = (uintptr_t)addr;
+
+	if (length == 0 || length > SRN_MAX_MR_SIZE)
+		return EINVAL;
+	if (a + length < a || iova + length < iova)
+		return EINVAL;
+	/* ib_uverbs_reg_mr: address and iova share the page offset. */
+	if (!(access & IBV_ACCESS_ZERO_BASED) && ((a ^ iova) & 4095))
+		return EINVAL;
+	return 0;
+}
+
+/* A free slot index (growing the table); ctx->lock held.  0 if full. */
+static uint32_t mr_slot_alloc(struct srn_context *ctx)
+{
+	uint32_t i, cap;
+	struct srn_mr **t;
+
+	for (i = 1; i < ctx->mrs_cap; i++)
+		if (slot_is_free(ctx->mrs[i]))
+			return i;
+	/* O(n) scan: registration is a slow path; fine below ~1M MRs. */
+	cap = ctx->mrs_cap ? ctx->mrs_cap * 2 : MR_MIN_SLOTS;
+	if (cap > MR_MAX_SLOTS)
+		cap = MR_MAX_SLOTS;
+	if (cap <= ctx->mrs_cap)
+		return 0;
+	t = realloc(ctx->mrs, cap * sizeof(*t));
+	if (!t)
+		return 0;
+	for (i = ctx->mrs_cap; i < cap; i++)
+		t[i] = NULL;
+	i = ctx->mrs_cap ? ctx->mrs_cap : 1;
+	ctx->mrs = t;
+	ctx->mrs_cap = cap;
+	return i;
+}
+
+/* Registers [addr, addr+length) so that peers see it at iova.  NULL +
+ * errno on failure. */
+SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
+					   size_t length, uint64_t iova,
+					   unsigned int access)
+{
+	struct srn_context *ctx;
+	struct srn_mr *mr;
+	uint32_t idx, key;
+	uint8_t bits, old;
+	int err;
+
+	if (!ibpd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	err = check_access(access);
+	if (!err)
+		err = check_range(addr, length, iova, access);
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	ctx = srn_ctx(ibpd->context);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mr->pd = srn_pd(ibpd);
+	/* ZERO_BASED: peers address the region by offset from 0. */
+	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
+	mr->vaddr = (uintptr_t)addr;
+	mr->length = length;
+	mr->access = access & MR_ACCESS_KEPT;
+
+	pthread_mutex_lock(&ctx->lock);
+	idx = mr_slot_alloc(ctx);
+	if (!idx) {
+		pthread_mutex_unlock(&ctx->lock);
+		free(mr);
+		errno = ENOMEM;
+		return NULL;
+	}
+	old = ctx->mrs[idx] ? (uint8_t)((uintptr_t)ctx->mrs[idx] >> 1) : 0;
+	do
+		bits = next_key_bits(ctx);
+	while (ctx->mrs[idx] && bits == old);
+	key = idx << 8 | bits;
+	mr->ibv.context = ibpd->context;
+	mr->ibv.pd = ibpd;
+	mr->ibv.addr = addr;
+	mr->ibv.length = length;
+	mr->ibv.handle = idx;
+	mr->ibv.lkey = key;
+	mr->ibv.rkey = key;
+	ctx->mrs[idx] = mr;
+	pthread_mutex_unlock(&ctx->lock);
+
+	atomic_fetch_add(&mr->pd->users, 1);
+	atomic_fetch_add(&ctx->num_objects, 1);
+	return &mr->ibv;
+}
+
+SRN_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
+				     size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr,
+				(unsigned int)access);
+}
+
+SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
+					  size_t length, uint64_t iova,
+					  int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
+}
+
+/* Changes translation, PD and/or access of mr in place; the keys stay.
+ * 0, or IBV_REREG_MR_ERR_INPUT with errno (mr unchanged and still valid:
+ * everything is checked before anything changes). */
+SRN_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
+			    void *addr, size_t length, int access)
+{
+	const int known = IBV_REREG_MR_CHANGE_TRANSLATION |
+			  IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
+	struct srn_context *ctx;
+	struct srn_mr *mr;
+	unsigned int acc;
+	int err = 0;
+
+	if (!ibmr || flags == 0 || (flags & ~known)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	/* ibv_rereg_mr(3): addr/length only with CHANGE_TRANSLATION. */
+	if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr || length)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_PD) &&
+	    (!pd || pd->context != ibmr->context)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	mr = srn_mr(ibmr);
+	ctx = srn_ctx(ibmr->context);
+	acc = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned int)access
+						    : mr->access;
+	err = check_access(acc);
+	if (!err && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
+		err = check_range(addr, length, (uintptr_t)addr, acc);
+	if (err) {
+		errno = err;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		atomic_fetch_add(&srn_pd(pd)->users, 1);
+		atomic_fetch_sub(&mr->pd->users, 1);
+	}
+	/* Under the table lock so srn_mr_resolve sees old or new, whole. */
+	pthread_mutex_lock(&ctx->lock);
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		mr->pd = srn_pd(pd);
+		mr->ibv.pd = pd;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->vaddr = (uintptr_t)addr;
+		mr->length = length;
+		mr->iova = (acc & IBV_ACCESS_ZERO_BASED) ? 0 : (uintptr_t)addr;
+		mr->ibv.addr = addr;
+		mr->ibv.length = length;
+	} else if ((acc ^ mr->access) & IBV_ACCESS_ZERO_BASED) {
+		mr->iova = (acc & IBV_ACCESS_ZERO_BASED) ? 0 : mr->vaddr;
+	}
+	mr->access = acc & MR_ACCESS_KEPT;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+/* Unregisters mr: its keys stop resolving at once. */
+SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct srn_context *ctx;
+	struct srn_mr *mr;
+	uint32_t idx;
+
+	if (!ibmr)
+		return EINVAL;
+	mr = srn_mr(ibmr);
+	ctx = srn_ctx(ibmr->context);
+	idx = ibmr->lkey >> 8;
+	pthread_mutex_lock(&ctx->lock);
+	if (idx >= ctx->mrs_cap || ctx->mrs[idx] != mr) {
+		pthread_mutex_unlock(&ctx->lock);
+		return EINVAL;
+	}
+	ctx->mrs[idx] = tombstone(ibmr->lkey);
+	pthread_mutex_unlock(&ctx->lock);
+	atomic_fetch_sub(&mr->pd->users, 1);
+	atomic_fetch_sub(&ctx->num_objects, 1);
+	free(mr);
+	return 0;
+}
+
+enum srn_mr_check srn_mr_resolve(struct srn_context *ctx, struct srn_pd *pd,
+				 uint32_t key, bool remote, uint64_t iova,
+				 uint64_t len, unsigned int access, void **out)
+{
+	enum srn_mr_check r = SRN_MR_OK;
+	struct srn_mr *mr;
+	uint32_t idx = key >> 8;
+	uint64_t off;
+
+	*out = NULL;
+	/* IBTA 9.4.1.1 / 9.7.4.1.3: a zero-length access touches no memory
+	 * and needs no valid key. */
+	if (len == 0)
+		return SRN_MR_OK;
+	pthread_mutex_lock(&ctx->lock);
+	mr = idx < ctx->mrs_cap ? ctx->mrs[idx] : NULL;
+	if (slot_is_free(mr) ||
+	    (remote ? mr->ibv.rkey : mr->ibv.lkey) != key) {
+		r = SRN_MR_BAD_KEY;
+	} else if (mr->pd != pd) {
+		r = SRN_MR_PD_MISMATCH;
+	} else if (access & ~mr->access) {
+		r = SRN_MR_NO_ACCESS;
+	} else if (iova < mr->iova || len > mr->length ||
+		   (off = iova - mr->iova) > mr->length - len) {
+		/* overflow-safe: no iova + len is ever computed */
+		r = SRN_MR_OUT_OF_BOUNDS;
+	} else {
+		*out = (void *)(mr->vaddr + (uintptr_t)off);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return r;
+}

@@ -1,0 +1,240 @@
+/* ibv_post_send / ibv_post_recv (ops slots): check each work request,
+ * copy it into the QP's ring as a WQE (the application may reuse the WR
+ * and, for INLINE, the buffer as soon as the call returns), then kick the
+ * transport.  On failure *bad_wr is the first WR not posted; those before
+ * it are posted. */
+#include "verbs/datapath.h"
+
+#include <string.h>
+
+#define OP(o) (1u << (o))
+
+uint32_t srn_sq_opcodes(enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+		return OP(IBV_WR_SEND) | OP(IBV_WR_SEND_WITH_IMM) |
+		       OP(IBV_WR_RDMA_WRITE) | OP(IBV_WR_RDMA_WRITE_WITH_IMM) |
+		       OP(IBV_WR_RDMA_READ) | OP(IBV_WR_ATOMIC_CMP_AND_SWP) |
+		       OP(IBV_WR_ATOMIC_FETCH_AND_ADD);
+	case IBV_QPT_UC:
+		return OP(IBV_WR_SEND) | OP(IBV_WR_SEND_WITH_IMM) |
+		       OP(IBV_WR_RDMA_WRITE) | OP(IBV_WR_RDMA_WRITE_WITH_IMM);
+	case IBV_QPT_UD:
+		return OP(IBV_WR_SEND) | OP(IBV_WR_SEND_WITH_IMM);
+	default:
+		return 0;
+	}
+}
+
+/* IBTA 10.3.1 (and rxe): the send queue takes work requests in RTS and
+ * later states (SQD holds them, SQE/ERR flush them), not before. */
+int srn_sq_check_state(const struct srn_qp *qp)
+{
+	switch (qp->ex.qp_base.state) {
+	case IBV_QPS_RTS:
+	case IBV_QPS_SQD:
+	case IBV_QPS_SQE:
+	case IBV_QPS_ERR:
+		return 0;
+	default:
+		return EINVAL;
+	}
+}
+
+static bool is_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Checks a filled WQE (sge[] holds the gather list, INLINE not yet
+ * gathered) against the QP; gathers INLINE data.  0 or errno. */
+int srn_sq_check_wqe(const struct srn_qp *qp, struct srn_send_wqe *w)
+{
+	const unsigned int flags_ok = IBV_SEND_FENCE | IBV_SEND_SIGNALED |
+				      IBV_SEND_SOLICITED | IBV_SEND_INLINE;
+	uint64_t len = 0;
+	uint32_t i;
+
+	if ((unsigned int)w->opcode >= 32 ||
+	    !(srn_sq_opcodes(qp->ex.qp_base.qp_type) & OP(w->opcode)))
+		return EINVAL;
+	if (w->send_flags & ~flags_ok)
+		return EINVAL;
+	if (w->num_sge > qp->cap.max_send_sge)
+		return EINVAL;
+	if (qp->ex.qp_base.qp_type == IBV_QPT_UD && !w->ah)
+		return EINVAL;
+	/* INLINE only means something for data the requester sends; on a
+	 * READ or atomic it is ignored (there is no payload to copy). */
+	if (w->opcode == IBV_WR_RDMA_READ || is_atomic(w->opcode))
+		w->send_flags &= ~(unsigned int)IBV_SEND_INLINE;
+
+	if ((w->send_flags & IBV_SEND_INLINE) && w->num_sge == 0) {
+		/* Gathered already (ibv_wr_set_inline_data*) or empty. */
+		len = w->length;
+	} else {
+		for (i = 0; i < w->num_sge; i++)
+			len += w->sge[i].length;
+	}
+	if (len > SRN_MAX_MSG_SIZE)
+		return EINVAL;
+	if (is_atomic(w->opcode)) {
+		/* IBTA 9.4.5: 8-byte operand, 8-byte aligned target. */
+		if (len != 8 || (w->remote_addr & 7))
+			return EINVAL;
+	}
+	if (w->send_flags & IBV_SEND_INLINE) {
+		uint64_t off = 0;
+
+		if (len > qp->cap.max_inline_data)
+			return EINVAL;
+		for (i = 0; i < w->num_sge; i++) {
+			memcpy(w->inline_data + off,
+			       (const void *)(uintptr_t)w->sge[i].addr,
+			       w->sge[i].length);
+			off += w->sge[i].length;
+		}
+		/* The payload is now inline_data[0..length): no lkeys. */
+		w->num_sge = 0;
+	}
+	w->length = len;
+	return 0;
+}
+
+/* Fill slot w from wr; the checks come after (srn_sq_check_wqe). */
+static int wqe_from_wr(const struct srn_qp *qp, struct srn_send_wqe *w,
+		       const struct ibv_send_wr *wr)
+{
+	if (wr->num_sge < 0 || wr->num_sge > SRN_MAX_SGE ||
+	    (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags;
+	if (qp->sq_sig_all)
+		w->send_flags |= IBV_SEND_SIGNALED;
+	w->imm_data = (wr->opcode == IBV_WR_SEND_WITH_IMM ||
+		       wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ? wr->imm_data : 0;
+	w->num_sge = (uint32_t)wr->num_sge;
+	if (wr->num_sge)
+		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
+	w->length = 0;
+	w->remote_addr = 0;
+	w->rkey = 0;
+	w->compare_add = 0;
+	w->swap = 0;
+	w->ah = NULL;
+	w->remote_qpn = 0;
+	w->remote_qkey = 0;
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+		break;
+	default:
+		break;
+	}
+	if (qp->ex.qp_base.qp_type == IBV_QPT_UD) {
+		w->ah = wr->wr.ud.ah;
+		w->remote_qpn = wr->wr.ud.remote_qpn;
+		w->remote_qkey = wr->wr.ud.remote_qkey;
+	}
+	w->first_psn = w->last_psn = 0;
+	w->sent = 0;
+	w->state = 0;
+	return 0;
+}
+
+int srn_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr)
+{
+	struct srn_qp *qp = srn_qp(ibqp);
+	uint32_t posted = 0;
+	int err = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	err = srn_sq_check_state(qp);
+	for (; wr && !err; wr = wr->next) {
+		struct srn_send_wqe *w;
+
+		/* Slots the ibv_wr_* API has reserved count as used. */
+		if (qp->sq.tail + qp->wr_pending - qp->sq.head >= qp->sq.max_wr) {
+			err = ENOMEM;
+			break;
+		}
+		w = srn_sq_slot(qp, qp->sq.tail);
+		err = wqe_from_wr(qp, w, wr);
+		if (!err)
+			err = srn_sq_check_wqe(qp, w);
+		if (err)
+			break;
+		qp->sq.tail++;
+		posted++;
+	}
+	if (err && bad_wr)
+		*bad_wr = wr;
+	if (posted)
+		srn_transport_kick_sq(qp);
+	pthread_mutex_unlock(&qp->lock);
+	return err;
+}
+
+int srn_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr)
+{
+	struct srn_qp *qp = srn_qp(ibqp);
+	uint32_t posted = 0;
+	int err = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	/* Receives may be posted from INIT on; a QP on an SRQ has no RQ. */
+	if (ibqp->state == IBV_QPS_RESET || qp->srq || !qp->rq.wqe)
+		err = EINVAL;
+	for (; wr && !err; wr = wr->next) {
+		struct srn_recv_wqe *r;
+		uint64_t len = 0;
+		int i;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
+		    (wr->num_sge && !wr->sg_list)) {
+			err = EINVAL;
+			break;
+		}
+		if (qp->rq.tail - qp->rq.head >= qp->rq.max_wr) {
+			err = ENOMEM;
+			break;
+		}
+		for (i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (len > SRN_MAX_MSG_SIZE) {
+			err = EINVAL;
+			break;
+		}
+		r = srn_rq_slot(qp, qp->rq.tail);
+		r->wr_id = wr->wr_id;
+		r->num_sge = (uint32_t)wr->num_sge;
+		if (wr->num_sge)
+			memcpy(r->sge, wr->sg_list,
+			       (size_t)wr->num_sge * sizeof(r->sge[0]));
+		r->length = len;
+		qp->rq.tail++;
+		posted++;
+	}
+	if (err && bad_wr)
+		*bad_wr = wr;
+	if (posted)
+		srn_transport_kick_rq(qp);
+	pthread_mutex_unlock(&qp->lock);
+	return err;
+}

@@ -1,0 +1,176 @@
+/* ICRC: the Ethernet CRC-32 (not CRC32C) of a masked copy of the packet
+ * (IBTA Vol 1 A17.3.3; facts in WIRE.md), computed with ISA-L.
+ *
+ * Covered, in order: 8 bytes of ones standing for the LRH, the IP header,
+ * the UDP header, BTH .. pad.  Masked to ones: IPv4 TOS, TTL, checksum;
+ * IPv6 traffic class, flow label, hop limit; UDP checksum; BTH byte 4.
+ *
+ * The IPv4 Identification is covered but a UDP socket never shows it to the
+ * receiver.  CRC is linear over GF(2), so wire_icrc_verify recovers it: the
+ * difference between the received ICRC and the ICRC computed with a guessed
+ * ID depends only on (real ID ^ guess) and on how many bytes follow the ID
+ * field; undo those bytes' effect with one multiplication mod P and the
+ * result must look like a 16-bit message, else the packet is corrupt.
+ */
+#include <errno.h>
+#include <isa-l/crc.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "wire/wire.h"
+
+/* The masked LRH every RoCEv2 ICRC starts with is 8 bytes of 0xff; rxe
+ * seeds its CRC register with their CRC, 0xdebb20e3.  crc32_gzip_refl takes
+ * and returns the inverted register (zlib semantics), hence the ~. */
+#define ICRC_SEED (~0xdebb20e3u)
+
+/* The polynomial and GF(2)[x] mod P arithmetic in the reflected bit order
+ * CRC-32 uses: bit 31 is x^0, bit 0 is x^31. */
+#define CRC32_POLY 0xedb88320u
+#define GF_ONE 0x80000000u
+#define GF_X 0x40000000u
+/* x^-1 mod P: (P + 1) / x, i.e. P without its x^0 term shifted down one
+ * degree, with P's x^32 becoming x^31.  The unit test checks x * x^-1 = 1. */
+#define GF_X_INV ((((CRC32_POLY & ~GF_ONE) << 1) | 1u))
+
+/* a * b mod P. */
+static uint32_t gf_mul(uint32_t a, uint32_t b)
+{
+	uint32_t prod = 0;
+
+	for (uint32_t m = GF_ONE; m && a; m >>= 1) {
+		if (a & m) {
+			prod ^= b;
+			a &= ~m;
+		}
+		b = (b & 1) ? (b >> 1) ^ CRC32_POLY : b >> 1;
+	}
+	return prod;
+}
+
+/* inv_bytes[k] = x^-(8 * 2^k) mod P: "remove 2^k trailing zero bytes". */
+static uint32_t inv_bytes[32];
+static pthread_once_t inv_once = PTHREAD_ONCE_INIT;
+
+static void inv_bytes_init(void)
+{
+	uint32_t v = GF_X_INV;
+
+	for (int i = 0; i < 3; i++) /* x^-1 -> x^-8 */
+		v = gf_mul(v, v);
+	for (int k = 0; k < 32; k++) {
+		inv_bytes[k] = v;
+		v = gf_mul(v, v);
+	}
+}
+
+/* x^-(8 n) mod P, in O(log n) multiplications. */
+static uint32_t gf_inv_bytes(uint64_t n)
+{
+	uint32_t r = GF_ONE;
+
+	pthread_once(&inv_once, inv_bytes_init);
+	for (int k = 0; n; k++, n >>= 1)
+		if (n & 1)
+			r = gf_mul(r, inv_bytes[k]);
+	return r;
+}
+
+static size_t iov_total(const struct iovec *iov, int iovcnt)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+uint32_t wire_icrc(const struct wire_l3 *l3, const struct iovec *iov, int iovcnt)
+{
+	uint8_t hdrs[48], bth[WIRE_BTH_LEN];
+	size_t roce_len = iov_total(iov, iovcnt) + WIRE_ICRC_LEN;
+	size_t hlen = wire_l3_hdrs(hdrs, l3, roce_len, true);
+	size_t got = 0, skip;
+	uint32_t crc;
+
+	crc = crc32_gzip_refl(ICRC_SEED, hdrs, hlen);
+
+	/* The BTH may straddle iovecs: gather it to mask byte 4. */
+	for (int i = 0; i < iovcnt && got < WIRE_BTH_LEN; i++) {
+		size_t n = iov[i].iov_len;
+
+		if (n > WIRE_BTH_LEN - got)
+			n = WIRE_BTH_LEN - got;
+		memcpy(bth + got, iov[i].iov_base, n);
+		got += n;
+	}
+	if (got > 4)
+		bth[4] = 0xff;
+	crc = crc32_gzip_refl(crc, bth, got);
+
+	skip = got;
+	for (int i = 0; i < iovcnt; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		size_t n = iov[i].iov_len;
+
+		if (skip >= n) {
+			skip -= n;
+			continue;
+		}
+		crc = crc32_gzip_refl(crc, p + skip, n - skip);
+		skip = 0;
+	}
+	return crc;
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+int wire_icrc_verify(const struct wire_l3 *l3, const uint8_t *pkt, size_t len,
+		     uint16_t *id_out)
+{
+	struct iovec iov;
+	uint32_t rx, delta, r;
+	size_t after_id;
+
+	if (len < WIRE_BTH_LEN + WIRE_ICRC_LEN)
+		return -EBADMSG;
+	iov.iov_base = (void *)pkt;
+	iov.iov_len = len - WIRE_ICRC_LEN;
+	rx = get_le32(pkt + len - WIRE_ICRC_LEN);
+	delta = rx ^ wire_icrc(l3, &iov, 1);
+	if (delta == 0) {
+		if (id_out)
+			*id_out = l3->ip_id;
+		return 0;
+	}
+	if (l3->family != AF_INET)
+		return -EBADMSG;
+
+	/* delta = (id ^ guess) * x^32 * x^(8 * after_id) mod P, where the
+	 * 2 ID bytes end at byte 6 of the IPv4 header and are followed by the
+	 * rest of it (14), UDP (8) and BTH .. pad. */
+	after_id = 14 + 8 + iov.iov_len;
+	r = gf_mul(delta, gf_inv_bytes(after_id + 4));
+	/* A 16-bit message fed first-bit-first occupies x^15..x^0, i.e. the
+	 * register's top 16 bits; anything below means no ID explains it. */
+	if (r & 0xffff)
+		return -EBADMSG;
+	if (id_out)
+		*id_out = l3->ip_id ^ (uint16_t)(((r >> 16) & 0xff) << 8 | r >> 24);
+	return 0;
+}
+
+/* RoCE flow-label convention (WIRE.md): a 20-bit flow label folded to 14
+ * bits, OR 0xC000.  The label is a multiplicative hash of the QPN, so
+ * neighbouring QPs spread over ports (and over receive queues). */
+uint16_t wire_udp_sport(uint32_t qpn)
+{
+	uint32_t fl = ((qpn & WIRE_PSN_MASK) * 0x9e3779b1u) >> 12;
+
+	return (uint16_t)(0xc000 | ((fl & 0x3fff) ^ (fl >> 14)));
+}
