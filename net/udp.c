@@ -133,11 +133,47 @@ void net_udp_close(struct net_udp *u)
 	u->fd = -1;
 }
 
+/* Test hook: SOFTRNIC_TEST_DROP=N drops N per mille of outgoing packets,
+ * SOFTRNIC_TEST_DUP=N sends N per mille twice, so tests can exercise
+ * retransmission and duplicate handling on loopback.  Read once. */
+static struct {
+	pthread_once_t once;
+	unsigned int drop, dup;
+} fault = { .once = PTHREAD_ONCE_INIT };
+
+static void fault_init(void)
+{
+	const char *d = getenv("SOFTRNIC_TEST_DROP"), *u = getenv("SOFTRNIC_TEST_DUP");
+
+	fault.drop = d ? (unsigned int)atoi(d) : 0;
+	fault.dup = u ? (unsigned int)atoi(u) : 0;
+}
+
+static unsigned int fault_roll(void)
+{
+	static __thread unsigned int seed;
+
+	if (!seed)
+		seed = (unsigned int)getpid() ^ (unsigned int)(uintptr_t)&seed;
+	return (unsigned int)rand_r(&seed) % 1000;
+}
+
 int net_udp_send(struct net_udp *u, const struct net_addr *to,
 		 const struct iovec *iov, int iovcnt)
 {
 	struct sockaddr_storage ss;
 	struct msghdr mh = { 0 };
+
+	pthread_once(&fault.once, fault_init);
+	if (fault.drop && fault_roll() < fault.drop)
+		return 0; /* lost on the "wire" */
+	if (fault.dup && fault_roll() < fault.dup) {
+		mh.msg_namelen = to_sockaddr(to, &ss);
+		mh.msg_name = &ss;
+		mh.msg_iov = (struct iovec *)iov;
+		mh.msg_iovlen = (size_t)iovcnt;
+		(void)sendmsg(u->fd, &mh, MSG_DONTWAIT);
+	}
 
 	mh.msg_namelen = to_sockaddr(to, &ss);
 	mh.msg_name = &ss;

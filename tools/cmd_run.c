@@ -74,6 +74,45 @@ static int prepend_libdir(void)
 	return rc;
 }
 
+/* A sanitizer build of softrnic (SOFTRNIC_SANITIZE) is a library that
+ * needs the sanitizer runtime loaded first, which unmodified programs do
+ * not link: preload the runtimes this executable itself was loaded with.
+ * Leak reports are off unless ASAN_OPTIONS says otherwise: the programs
+ * run are not ours, and many do not free everything at exit. */
+static void preload_sanitizers(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[PATH_MAX + 128], seen[2][PATH_MAX] = { "", "" };
+	const char *const rt[2] = { "/libasan.so", "/libubsan.so" };
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *path = strchr(line, '/');
+
+		if (!path)
+			continue;
+		path[strcspn(path, "\n")] = '\0';
+		for (int i = 0; i < 2; i++)
+			if (!seen[i][0] && strstr(path, rt[i]) && strlen(path) < PATH_MAX)
+				memcpy(seen[i], path, strlen(path) + 1);
+	}
+	fclose(f);
+	for (int i = 1; i >= 0; i--) {
+		const char *old = getenv("LD_PRELOAD");
+		char *val;
+
+		if (!seen[i][0])
+			continue;
+		if (asprintf(&val, "%s%s%s", seen[i], old && *old ? ":" : "", old ? old : "") < 0)
+			return;
+		setenv("LD_PRELOAD", val, 1);
+		free(val);
+	}
+	if (seen[0][0])
+		setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
+}
+
 static int run_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -102,6 +141,7 @@ static int run_run(int argc, char **argv)
 	}
 	if (prepend_libdir())
 		return 1;
+	preload_sanitizers();
 	execvp(argv[optind], argv + optind);
 	if (errno == ENOENT) {
 		cli_err("%s: command not found", argv[optind]);

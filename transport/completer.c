@@ -78,6 +78,7 @@ static void retire(struct srn_rc_state *rc)
 
 static void progress_made(struct srn_rc_state *rc)
 {
+	rc->gap_valid = false;
 	rc->retry_left = rc->retry_cnt;
 	rc->rnr_left = rc->rnr_retry;
 	rc->retry_at = 0;
@@ -89,9 +90,12 @@ static bool pending_rd_psn(struct srn_rc_state *rc, uint32_t *psn)
 {
 	struct srn_qp *qp = rc->qp;
 
-	for (uint32_t i = qp->sq.head; i != qp->sq.next; i++) {
+	/* The WQE at sq.next may be a READ with requests still to send. */
+	for (uint32_t i = qp->sq.head; i != qp->sq.tail; i++) {
 		struct srn_send_wqe *w = rc_sq(qp, i);
 
+		if (!(w->state & WQE_STARTED))
+			break;
 		if (rc_is_rd_atomic(w) && !(w->state & WQE_DONE)) {
 			uint32_t off = i == qp->sq.head && !rc_is_atomic(w) ?
 				       (uint32_t)(rc->resp_off / rc->pmtu) : 0;
@@ -123,8 +127,15 @@ static bool ack_upto(struct srn_rc_state *rc, uint32_t a)
 			progress_made(rc);
 			retire(rc);
 		}
-		rc_count(rc, SRN_CNT_comp_read_gap);
-		requester_rewind(rc, lim);
+		/* Once per gap: responses still in flight behind the lost one
+		 * must not trigger a re-request each (the timer covers a lost
+		 * re-request). */
+		if (!rc->gap_valid || rc->gap_psn != lim) {
+			rc_count(rc, SRN_CNT_comp_read_gap);
+			rc->gap_valid = true;
+			rc->gap_psn = lim;
+			requester_rewind(rc, lim);
+		}
 		return false;
 	}
 	rc->una_psn = wire_psn_add(a, 1);
@@ -231,8 +242,7 @@ static void rx_read_resp(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 	const struct wire_opcode_info *info = &wire_opcodes[pkt->opcode];
 	struct srn_send_wqe *w = resp_target(rc, pkt->psn);
 	struct iovec iov[SRN_MAX_SGE];
-	uint64_t chunk_end;
-	bool first, last;
+	bool last;
 	int n;
 
 	if (!w)
@@ -241,13 +251,14 @@ static void rx_read_resp(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 		rc_count(rc, SRN_CNT_comp_bad_resp);
 		return;
 	}
-	chunk_end = (rc->resp_off / rc->rd_chunk + 1) * rc->rd_chunk;
-	if (chunk_end > w->length)
-		chunk_end = w->length;
-	first = rc->resp_off % rc->rd_chunk == 0;
-	last = rc->resp_off + pkt->payload_len == chunk_end;
-	if (!!(info->caps & WIRE_IS_FIRST) != first || !!(info->caps & WIRE_IS_LAST) != last ||
-	    (!last && pkt->payload_len != rc->pmtu) || pkt->payload_len > rc->pmtu) {
+	/* Requests may be re-issued from any packet boundary after a loss,
+	 * so a response's place is its PSN, not its opcode: every packet but
+	 * the last of a request is exactly one MTU, and nothing may run past
+	 * the WQE's length. */
+	last = info->caps & WIRE_IS_LAST;
+	if (pkt->payload_len > rc->pmtu || rc->resp_off + pkt->payload_len > w->length ||
+	    ((!last || rc->resp_off + pkt->payload_len != w->length) &&
+	     pkt->payload_len != rc->pmtu)) {
 		rc_count(rc, SRN_CNT_comp_bad_resp);
 		return;
 	}
@@ -351,6 +362,8 @@ uint64_t completer_timer(struct srn_rc_state *rc, uint64_t now)
 			}
 			if (rc->retry_cnt != 7)
 				rc->retry_left--;
+			/* the peer may have been unknown or moved */
+			rc_resolve_path(rc);
 			requester_rewind(rc, rc->una_psn);
 			requester_run(rc);
 		}

@@ -160,9 +160,15 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 	l3.ttl_hop = 64;
 	l3.ip_id = 0;
 	if (net_pcap_enabled()) {
+		/* Several processes share one IP, so engines listen on their
+		 * own ports; a capture shows each as a RoCE NIC at 4791 so
+		 * that `-d udp.port==4791,infiniband` decodes every packet.
+		 * (The ICRC in the file was computed over the real ports.) */
 		struct iovec iov = { m->buf, m->len };
+		struct wire_l3 shown = l3;
 
-		net_pcap_write(&l3, &iov, 1);
+		shown.dport = SRN_ROCE_UDP_PORT;
+		net_pcap_write(&shown, &iov, 1);
 	}
 	if (wire_icrc_verify(&l3, m->buf, m->len, &id) < 0) {
 		eng->cnt[SRN_CNT_rx_drop_icrc]++;
@@ -252,6 +258,18 @@ static void run_timers(struct srn_engine *eng)
 
 /* ---- thread -------------------------------------------------------------- */
 
+/* Drain the socket (bounded).  A blocking lock, not trylock: with a
+ * level-triggered epoll, giving up while an application thread receives
+ * would spin on epoll_wait. */
+static void engine_rx(struct srn_engine *eng)
+{
+	pthread_mutex_lock(&eng->rx_lock);
+	for (int b = 0; b < ENGINE_BATCHES_PER_WAKE; b++)
+		if (srn_engine_rx_batch(eng) < ENGINE_BATCH)
+			break;
+	pthread_mutex_unlock(&eng->rx_lock);
+}
+
 static void *engine_main(void *arg)
 {
 	struct srn_engine *eng = arg;
@@ -274,11 +292,7 @@ static void *engine_main(void *arg)
 					continue;
 				run_timers(eng);
 			} else if (fd == eng->udp.fd) {
-				pthread_mutex_lock(&eng->rx_lock);
-				for (int b = 0; b < ENGINE_BATCHES_PER_WAKE; b++)
-					if (srn_engine_rx_batch(eng) < ENGINE_BATCH)
-						break;
-				pthread_mutex_unlock(&eng->rx_lock);
+				engine_rx(eng);
 			}
 		}
 	}

@@ -74,8 +74,11 @@ void rc_qp_error(struct srn_rc_state *rc, int ev_type)
 	struct srn_qp *qp = rc->qp;
 	bool was_err = qp->a.attr.qp_state == IBV_QPS_ERR;
 
+	/* verbs keeps the state in both places (ibv_query_qp reads the
+	 * ibv_qp's own field) */
 	qp->a.attr.qp_state = IBV_QPS_ERR;
 	qp->a.attr.cur_qp_state = IBV_QPS_ERR;
+	qp->ex.qp_base.state = IBV_QPS_ERR;
 	rc_flush_sq(rc);
 	rc_flush_rq(rc);
 	if (ev_type >= 0 && !was_err) {

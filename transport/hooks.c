@@ -87,7 +87,7 @@ void srn_transport_qp_destroy(struct srn_qp *qp)
 /* Where packets to the QP's destination go: GID (IPv4-mapped or IPv6) +
  * QPN.  A destination on this host is reached at the UDP port its owner
  * registered for that QPN; anything else at dst:4791. */
-static void resolve_path(struct srn_rc_state *rc)
+void rc_resolve_path(struct srn_rc_state *rc)
 {
 	struct srn_qp *qp = rc->qp;
 	struct srn_engine *eng = rc->eng;
@@ -206,7 +206,11 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 		rc->req_psn = rc->una_psn = qp->a.attr.sq_psn & WIRE_PSN_MASK;
 	if (mask & (IBV_QP_AV | IBV_QP_DEST_QPN) ||
 	    (now == IBV_QPS_RTR && old == IBV_QPS_INIT))
-		resolve_path(rc);
+		rc_resolve_path(rc);
+	srn_dbg(rc->eng, "qp %u: %d -> %d, dqpn %u port %u pmtu %u sq_psn %u rq_psn %u "
+		"max_rd %u replay %u timeout %llu ns retry %d rnr %d", rc->qpn, old, now,
+		rc->dqpn, rc->peer.port, rc->pmtu, rc->req_psn, rc->epsn, rc->max_rd,
+		rc->replay_n, (unsigned long long)rc->timeout_ns, rc->retry_cnt, rc->rnr_retry);
 	if (now == IBV_QPS_RTS)
 		requester_run(rc);
 }

@@ -67,6 +67,8 @@ struct srn_rc_state {
 
 	/* completer */
 	uint64_t resp_off;           /* bytes of the head READ placed */
+	uint32_t gap_psn;            /* re-requested from here already */
+	bool gap_valid;
 
 	/* responder (RTR) */
 	uint32_t epsn;               /* expected PSN */
@@ -137,6 +139,10 @@ int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 int rc_sge_map(struct srn_rc_state *rc, const struct ibv_sge *sge, uint32_t nsge,
 	       uint64_t off, uint64_t len, unsigned int access,
 	       struct iovec *iov, int max_iov);
+
+/* hooks.c: (re)compute where packets to the destination go (registry
+ * lookup for a peer on this host). */
+void rc_resolve_path(struct srn_rc_state *rc);
 
 /* requester.c */
 void requester_run(struct srn_rc_state *rc);

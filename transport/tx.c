@@ -94,7 +94,14 @@ int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 	rc_count(rc, SRN_CNT_tx_packets);
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_tx_bytes],
 				  (uint64_t)hlen + paylen, memory_order_relaxed);
-	if (net_pcap_enabled())
-		net_pcap_write(&rc->l3, iov, n);
+	if (net_pcap_enabled()) {
+		/* Captures show the RoCE view: the receiving NIC at 4791,
+		 * whatever local port the peer's engine really listens on
+		 * (see rx_one in engine.c). */
+		struct wire_l3 l3 = rc->l3;
+
+		l3.dport = SRN_ROCE_UDP_PORT;
+		net_pcap_write(&l3, iov, n);
+	}
 	return 0;
 }

@@ -13,29 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Fallbacks so this file links and runs before the areas they stand for
- * exist; the real (strong) definitions elsewhere override them. */
-__attribute__((weak)) void srn_ops_init_unsupported(struct verbs_context *vctx)
-{
-	(void)vctx;
-}
-
-__attribute__((weak)) void srn_ops_init_datapath(struct verbs_context *vctx)
-{
-	(void)vctx;
-}
-
-__attribute__((weak)) int srn_engine_attach(struct srn_context *ctx)
-{
-	ctx->engine = NULL;
-	return 0;
-}
-
-__attribute__((weak)) void srn_engine_detach(struct srn_context *ctx)
-{
-	ctx->engine = NULL;
-}
-
 /* Random bits for lkey/rkey key fields: a peer must not guess keys. */
 static uint32_t random_seed(void)
 {

@@ -62,6 +62,7 @@ static void gid_add(struct srn_device *dev, const union ibv_gid *g, int family)
 static void base_ifname(const char *name, char out[IF_NAMESIZE])
 {
 	size_t n = strcspn(name, ":");
+
 	if (n >= IF_NAMESIZE)
 		n = IF_NAMESIZE - 1;
 	memcpy(out, name, n);
@@ -88,7 +89,6 @@ static void collect_gids(struct srn_device *dev, const struct ifaddrs *ifa_list)
 			memset(&g, 0, sizeof(g));
 			if (ifa->ifa_addr->sa_family == AF_INET) {
 				const struct sockaddr_in *sin = (const void *)ifa->ifa_addr;
-
 				bool first = ++v4_seen == 1;
 
 				if (!((pass == 0 && first) || (pass == 2 && !first)))

@@ -106,7 +106,7 @@ static int srn_query_device_ex(struct ibv_context *context,
  * Mb/s, so applications computing a rate see the link's order of
  * magnitude.  Unknown speed (lo, virtual links) reports 4X EDR (100 Gb/s):
  * a nominal value, software moves data at memory speed there. */
-static void port_speed(const struct srn_device *dev, uint8_t *width, uint8_t *speed)
+static void port_speed_read(const struct srn_device *dev, uint8_t *width, uint8_t *speed)
 {
 	static const struct { long mbps; uint8_t width, speed; } map[] = {
 		{ 2500, 1, 1 },     /* 1X SDR  */
@@ -140,6 +140,25 @@ static void port_speed(const struct srn_device *dev, uint8_t *width, uint8_t *sp
 		if (mbps <= map[i].mbps)
 			break;
 	}
+}
+
+/* The sysfs read once per device and process: query_port may be called
+ * often.  Packed as 0x1WWSS (bit 16 = known) per device index. */
+static void port_speed(const struct srn_device *dev, uint8_t *width, uint8_t *speed)
+{
+	static _Atomic uint32_t cache[64];
+	uint32_t v = 0;
+
+	if (dev->index >= 0 && dev->index < 64)
+		v = atomic_load_explicit(&cache[dev->index], memory_order_relaxed);
+	if (!v) {
+		port_speed_read(dev, width, speed);
+		v = 0x10000u | (uint32_t)*width << 8 | *speed;
+		if (dev->index >= 0 && dev->index < 64)
+			atomic_store_explicit(&cache[dev->index], v, memory_order_relaxed);
+	}
+	*width = (uint8_t)(v >> 8);
+	*speed = (uint8_t)v;
 }
 
 static void fill_port_attr(struct srn_device *dev, struct ibv_port_attr *p)

@@ -168,7 +168,9 @@ struct srn_send_wqe {
 	uint32_t num_sge;
 	struct ibv_sge sge[SRN_MAX_SGE]; /* lkey-based gather list */
 	uint64_t length;             /* sum of sge lengths (or inline bytes) */
-	uint8_t inline_data[SRN_MAX_INLINE]; /* copied when IBV_SEND_INLINE */
+	uint8_t inline_data[SRN_MAX_INLINE]; /* copied when IBV_SEND_INLINE:
+				      * then num_sge == 0 and the payload is
+				      * inline_data[0..length) */
 	uint64_t remote_addr;        /* RDMA and atomics */
 	uint32_t rkey;
 	uint64_t compare_add;        /* atomic compare (CAS) or add (FADD) */
@@ -191,7 +193,7 @@ struct srn_recv_wqe {
 /* Ring of WQEs: the verbs layer produces, the transport consumes. */
 struct srn_wq {
 	void *wqe;                   /* array of max_wr entries */
-	uint32_t max_wr;             /* capacity */
+	uint32_t max_wr;             /* capacity (always a power of two) */
 	uint32_t max_sge;            /* as created */
 	uint32_t head;               /* next to retire (completed) */
 	uint32_t next;               /* next to start (transport) */

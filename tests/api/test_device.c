@@ -31,14 +31,17 @@ static int fails, checks;
 static int print_list(void)
 {
 	struct ibv_device **l;
-	int num = -1;
+	int num = -1, rc;
 
 	l = ibv_get_device_list(&num);
 	if (!l)
 		return 2;
+
 	for (int i = 0; i < num; i++)
 		printf("%s%s", i ? "," : "", ibv_get_device_name(l[i]));
-	return l[num] == NULL ? 0 : 3;
+	rc = l[num] == NULL ? 0 : 3;
+	ibv_free_device_list(l);
+	return rc;
 }
 
 /* Re-executes this test with SOFTRNIC_DEVICES=spec; its output into out.

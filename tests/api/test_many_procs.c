@@ -71,7 +71,7 @@ static void wait_wcs(struct ibv_cq *cq, int want, enum ibv_wc_opcode op)
 	double end = now() + 20;
 
 	while (got < want) {
-		int n = ibv_poll_cq(cq, 16, wc);
+		int n = ibv_poll_cq(cq, want - got < 16 ? want - got : 16, wc);
 		CHECK(n >= 0, "poll_cq %d", n);
 		for (int i = 0; i < n; i++) {
 			CHECK(wc[i].status == IBV_WC_SUCCESS, "wc status %s",

@@ -156,7 +156,11 @@ int main(void)
 	for (i = 0; i < 8; i++) {
 		mx = pdx ? ibv_reg_mr(pdx, buf, 64, IBV_ACCESS_LOCAL_WRITE) : NULL;
 		bits2[i] = mx ? mx->lkey & 0xff : 0;
+		if (mx)
+			ibv_dereg_mr(mx); /* its slot gets new bits next time */
 	}
+	if (pdx)
+		ibv_dealloc_pd(pdx);
 	CHECK(pdx && memcmp(bits1, bits2, 8) != 0,
 	      "another context (another run) draws other key bits");
 	printf("       key bits ctx1 %02x%02x%02x%02x%02x%02x%02x%02x ctx2 %02x%02x%02x%02x%02x%02x%02x%02x\n",

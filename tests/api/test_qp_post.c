@@ -1,0 +1,302 @@
+/* Post-time validation, black-box: wrong QP state -> EINVAL (send before
+ * RTS, receive in RESET), too many SGEs, inline above max_inline_data,
+ * opcode or flag the QP cannot do, atomics with a wrong length or a
+ * misaligned address, queue full -> ENOMEM, each with *bad_wr on exactly
+ * the first WR not posted; the ibv_wr_* API posts a batch whole or not at
+ * all and returns the first error; a post in ERR completes with
+ * IBV_WC_WR_FLUSH_ERR.  Sends go to a QPN nobody owns with the longest
+ * ACK timeout, so posted WQEs stay outstanding during the test. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+static int fails, checks;
+
+#define CHECK(cond, ...) do {                                         \
+	checks++;                                                      \
+	if (cond) {                                                    \
+		printf("ok   - " __VA_ARGS__);                         \
+	} else {                                                       \
+		fails++;                                               \
+		printf("FAIL - " __VA_ARGS__);                         \
+		printf("       (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
+	}                                                              \
+	printf("\n");                                                  \
+} while (0)
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static union ibv_gid gid0;
+
+static struct ibv_qp *mkqp(uint32_t swr, uint32_t rwr, uint32_t inl)
+{
+	struct ibv_qp_init_attr_ex ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = swr, .max_recv_wr = rwr, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = inl },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+				  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+	};
+
+	return ibv_create_qp_ex(ctx, &ia);
+}
+
+static int move(struct ibv_qp *qp, enum ibv_qp_state to)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = to;
+	switch (to) {
+	case IBV_QPS_INIT:
+		a.port_num = 1;
+		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_ACCESS_FLAGS);
+	case IBV_QPS_RTR:
+		a.path_mtu = IBV_MTU_1024;
+		a.dest_qp_num = 0xabcde; /* nobody's */
+		a.max_dest_rd_atomic = 1;
+		a.min_rnr_timer = 12;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.port_num = 1;
+		a.ah_attr.grh.dgid = gid0;
+		a.ah_attr.grh.hop_limit = 1;
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				     IBV_QP_MIN_RNR_TIMER);
+	case IBV_QPS_RTS:
+		a.timeout = 31; /* 2.4 hours: WQEs stay outstanding */
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 1;
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	default:
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	}
+}
+
+static int to_rts(struct ibv_qp *qp)
+{
+	return move(qp, IBV_QPS_INIT) || move(qp, IBV_QPS_RTR) || move(qp, IBV_QPS_RTS);
+}
+
+static char buf[4096] __attribute__((aligned(64)));
+static struct ibv_mr *mr;
+
+/* n chained SEND WRs with one SGE each. */
+static void chain(struct ibv_send_wr *wr, struct ibv_sge *sge, int n)
+{
+	int i;
+
+	memset(wr, 0, sizeof(*wr) * n);
+	for (i = 0; i < n; i++) {
+		sge[i].addr = (uintptr_t)buf;
+		sge[i].length = 16;
+		sge[i].lkey = mr->lkey;
+		wr[i].wr_id = i;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_SEND;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+}
+
+static int post1(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	*bad = NULL;
+	return ibv_post_send(qp, wr, bad);
+}
+
+int main(void)
+{
+	struct ibv_device **list;
+	struct ibv_qp *qp;
+	struct ibv_send_wr wr[8], *bad;
+	struct ibv_recv_wr rwr[8], *rbad;
+	struct ibv_sge sge[8], sg3[3];
+	struct ibv_qp_ex *qx;
+	struct ibv_wc wc;
+	int i, n, ret;
+
+	setenv("SOFTRNIC_DEVICES", "lo", 1);
+	list = ibv_get_device_list(NULL);
+	if (!list || !list[0]) {
+		printf("SKIP: no device\n");
+		return 77;
+	}
+	ctx = ibv_open_device(list[0]);
+	if (!ctx || ibv_query_gid(ctx, 1, 0, &gid0)) {
+		printf("SKIP: cannot open the device\n");
+		return 77;
+	}
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!pd || !cq || !mr)
+		return 1;
+
+	/* state rules */
+	qp = mkqp(8, 8, 64);
+	CHECK(qp != NULL, "QP");
+	if (!qp)
+		return 1;
+	chain(wr, sge, 1);
+	CHECK(post1(qp, wr, &bad) == EINVAL && bad == &wr[0], "send in RESET -> EINVAL, bad_wr");
+	memset(rwr, 0, sizeof(rwr));
+	rwr[0].sg_list = sge;
+	rwr[0].num_sge = 1;
+	CHECK(ibv_post_recv(qp, rwr, &rbad) == EINVAL && rbad == &rwr[0], "recv in RESET -> EINVAL");
+	move(qp, IBV_QPS_INIT);
+	CHECK(post1(qp, wr, &bad) == EINVAL && bad == &wr[0], "send in INIT -> EINVAL");
+	CHECK(ibv_post_recv(qp, rwr, &rbad) == 0, "recv in INIT");
+	move(qp, IBV_QPS_RTR);
+	CHECK(post1(qp, wr, &bad) == EINVAL, "send in RTR -> EINVAL");
+	CHECK(ibv_post_recv(qp, rwr, &rbad) == 0, "recv in RTR");
+	move(qp, IBV_QPS_RTS);
+	CHECK(qp->state == IBV_QPS_RTS, "RTS");
+
+	/* per-WR checks, bad_wr on the first failing WR */
+	chain(wr, sge, 3);
+	wr[1].sg_list = sg3;
+	wr[1].num_sge = 3;
+	sg3[0] = sg3[1] = sg3[2] = sge[0];
+	CHECK(post1(qp, wr, &bad) == EINVAL && bad == &wr[1], "3 SGEs on max_send_sge 2 -> EINVAL at WR 1");
+	chain(wr, sge, 2);
+	wr[1].send_flags = IBV_SEND_INLINE;
+	sge[1].length = 65;
+	CHECK(post1(qp, wr, &bad) == EINVAL && bad == &wr[1], "65 inline bytes on max_inline 64 -> EINVAL");
+	sge[1].length = 64;
+	CHECK(post1(qp, &wr[1], &bad) == 0, "64 inline bytes");
+	chain(wr, sge, 1);
+	wr[0].opcode = IBV_WR_LOCAL_INV;
+	CHECK(post1(qp, wr, &bad) == EINVAL && bad == wr, "LOCAL_INV -> EINVAL");
+	chain(wr, sge, 1);
+	wr[0].send_flags = IBV_SEND_IP_CSUM;
+	CHECK(post1(qp, wr, &bad) == EINVAL, "IP_CSUM on RC -> EINVAL");
+	chain(wr, sge, 1);
+	wr[0].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr[0].wr.atomic.remote_addr = 0x1004;
+	wr[0].wr.atomic.rkey = 1;
+	sge[0].length = 8;
+	CHECK(post1(qp, wr, &bad) == EINVAL && bad == wr, "atomic on a 4-aligned address -> EINVAL");
+	wr[0].wr.atomic.remote_addr = 0x1000;
+	sge[0].length = 4;
+	CHECK(post1(qp, wr, &bad) == EINVAL, "atomic of 4 bytes -> EINVAL");
+	sge[0].length = 8;
+	CHECK(post1(qp, wr, &bad) == 0, "atomic 8 bytes aligned");
+	chain(wr, sge, 1);
+	wr[0].num_sge = 0;
+	wr[0].sg_list = NULL;
+	CHECK(post1(qp, wr, &bad) == 0, "zero-length SEND (no SGE)");
+	ibv_destroy_qp(qp);
+
+	/* send queue full */
+	qp = mkqp(4, 4, 0);
+	to_rts(qp);
+	chain(wr, sge, 6);
+	ret = post1(qp, wr, &bad);
+	CHECK(ret == ENOMEM && bad == &wr[4], "6 WRs into 4 slots -> ENOMEM at WR 4 (ret %d, bad %ld)",
+	      ret, bad ? (long)(bad - wr) : -1L);
+	CHECK(post1(qp, wr, &bad) == ENOMEM && bad == &wr[0], "full stays full");
+
+	/* receive queue: too many SGEs, full */
+	memset(rwr, 0, sizeof(rwr));
+	for (i = 0; i < 6; i++) {
+		rwr[i].wr_id = i;
+		rwr[i].sg_list = sge;
+		rwr[i].num_sge = 1;
+		rwr[i].next = i < 5 ? &rwr[i + 1] : NULL;
+	}
+	rwr[1].sg_list = sg3;
+	rwr[1].num_sge = 3;
+	CHECK(ibv_post_recv(qp, rwr, &rbad) == EINVAL && rbad == &rwr[1],
+	      "3 SGEs on max_recv_sge 2 -> EINVAL at WR 1");
+	rwr[1].num_sge = 1;
+	CHECK(ibv_post_recv(qp, &rwr[1], &rbad) == ENOMEM && rbad == &rwr[4],
+	      "receive queue: 1 + 3 fit, the 4th new one -> ENOMEM");
+	ibv_destroy_qp(qp);
+
+	/* ibv_wr_* API */
+	qp = mkqp(4, 4, 32);
+	to_rts(qp);
+	qx = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(qx);
+	qx->wr_id = 1;
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 16);
+	qx->wr_id = 2;
+	ibv_wr_rdma_write(qx, 0x1234, 0x10000);
+	ibv_wr_set_sge_list(qx, 3, sg3);
+	CHECK(ibv_wr_complete(qx) == EINVAL, "wr batch with 3 SGEs -> EINVAL at complete");
+	ibv_wr_start(qx);
+	ibv_wr_atomic_fetch_add(qx, 0x1234, 0x10002, 1);
+	ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 8);
+	CHECK(ibv_wr_complete(qx) == EINVAL, "wr atomic misaligned -> EINVAL");
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	ibv_wr_set_inline_data(qx, buf, 33);
+	CHECK(ibv_wr_complete(qx) == EINVAL, "wr inline 33 bytes on max 32 -> EINVAL");
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 16);
+	ibv_wr_abort(qx);
+	ibv_wr_start(qx);
+	for (i = 0; i < 5; i++) {
+		qx->wr_id = 10 + i;
+		ibv_wr_send(qx);
+		ibv_wr_set_inline_data(qx, buf, 8);
+	}
+	CHECK(ibv_wr_complete(qx) == ENOMEM, "wr batch of 5 on 4 slots -> ENOMEM");
+	/* None of the failed or aborted batches took a slot: 4 fit now. */
+	ibv_wr_start(qx);
+	for (i = 0; i < 4; i++) {
+		ibv_wr_send(qx);
+		ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 16);
+	}
+	CHECK(ibv_wr_complete(qx) == 0, "4 WRs fit: failed batches posted nothing");
+	chain(wr, sge, 1);
+	CHECK(post1(qp, wr, &bad) == ENOMEM, "and the queue is now full");
+	ibv_destroy_qp(qp);
+
+	qp = mkqp(4, 4, 32);
+	move(qp, IBV_QPS_INIT);
+	qx = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 16);
+	CHECK(ibv_wr_complete(qx) == EINVAL, "wr API on an INIT QP -> EINVAL");
+
+	/* ERR: posts are accepted and flushed */
+	while (ibv_poll_cq(cq, 1, &wc) > 0)
+		;
+	move(qp, IBV_QPS_ERR);
+	chain(wr, sge, 1);
+	wr[0].wr_id = 4242;
+	wr[0].send_flags = IBV_SEND_SIGNALED;
+	CHECK(post1(qp, wr, &bad) == 0, "send in ERR is accepted");
+	n = 0;
+	for (i = 0; i < 2000 && n == 0; i++) {
+		n = ibv_poll_cq(cq, 1, &wc);
+		if (!n)
+			usleep(1000);
+	}
+	CHECK(n == 1 && wc.wr_id == 4242 && wc.status == IBV_WC_WR_FLUSH_ERR,
+	      "... and completes with WR_FLUSH_ERR");
+	ibv_destroy_qp(qp);
+
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	printf("%d checks, %d failed\n", checks, fails);
+	return fails ? 1 : 0;
+}
