@@ -13,4 +13,5 @@ void srn_ops_init_datapath(struct verbs_context *vctx)
 	ops->post_recv = srn_post_recv;
 	vctx->create_cq_ex = srn_create_cq_ex;
 	vctx->create_qp_ex = srn_create_qp_ex;
+	srn_ops_init_srq(vctx); /* post_srq_recv, create_srq_ex: verbs/srq.c */
 }

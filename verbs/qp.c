@@ -137,9 +137,10 @@ static int check_init_attr(struct ibv_context *context,
 		return EINVAL;
 	if (!a->send_cq || a->send_cq->context != context)
 		return EINVAL;
-	if (!a->srq && (!a->recv_cq || a->recv_cq->context != context))
+	/* A QP on an SRQ still completes its receives into recv_cq. */
+	if (!a->recv_cq || a->recv_cq->context != context)
 		return EINVAL;
-	if (a->recv_cq && a->recv_cq->context != context)
+	if (a->srq && a->srq->context != context)
 		return EINVAL;
 	if (c->max_send_wr > SRN_MAX_QP_WR || c->max_send_sge > SRN_MAX_SGE ||
 	    c->max_inline_data > SRN_MAX_INLINE)
@@ -211,7 +212,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 	qp->pd = srn_pd(a->pd);
 	qp->send_cq = srn_cq(a->send_cq);
 	qp->recv_cq = a->recv_cq ? srn_cq(a->recv_cq) : NULL;
-	qp->srq = a->srq;
+	qp->srq = a->srq ? srn_srq(a->srq) : NULL;
 	qp->sq_sig_all = a->sq_sig_all != 0;
 	qp->a.attr.qp_state = IBV_QPS_RESET;
 	qp->a.attr.cur_qp_state = IBV_QPS_RESET;
@@ -259,6 +260,8 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 	atomic_fetch_add(&qp->send_cq->users, 1);
 	if (qp->recv_cq)
 		atomic_fetch_add(&qp->recv_cq->users, 1);
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->users, 1); /* ibv_destroy_srq: EBUSY */
 	atomic_fetch_add(&ctx->num_objects, 1);
 	return q;
 
@@ -371,6 +374,7 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_lock(&ctx->lock);
 	qp_table_remove(ctx, qp);
 	pthread_mutex_unlock(&ctx->lock);
+	srn_mcast_qp_detach_all(qp); /* out of the table: last-member test */
 
 	pthread_mutex_lock(&qp->lock);
 	srn_transport_qp_destroy(qp);
@@ -381,6 +385,8 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	atomic_fetch_sub(&qp->send_cq->users, 1);
 	if (qp->recv_cq)
 		atomic_fetch_sub(&qp->recv_cq->users, 1);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->users, 1);
 	atomic_fetch_sub(&ctx->num_objects, 1);
 	qp_free(qp);
 	return 0;

@@ -206,6 +206,7 @@ struct srn_qp_attr_cache {
 };
 
 struct srn_rc_state;             /* transport/: requester/responder/completer */
+struct srn_srq;                  /* below: shared receive queue */
 
 struct srn_qp {
 	struct ibv_qp_ex ex;         /* ex.qp_base is the ibv_qp */
@@ -213,7 +214,8 @@ struct srn_qp {
 	struct srn_context *ctx;
 	struct srn_pd *pd;
 	struct srn_cq *send_cq, *recv_cq;
-	struct ibv_srq *srq;         /* NULL unless attached to an SRQ */
+	struct srn_srq *srq;         /* NULL unless attached to an SRQ (then
+				      * no rq: receives come from srq) */
 	struct srn_qp_attr_cache a;  /* attributes (state, PSNs, path, ...) */
 	struct ibv_qp_cap cap;       /* as granted */
 	bool sq_sig_all;
@@ -224,6 +226,10 @@ struct srn_qp {
 	uint32_t wr_pending;         /* ibv_wr_* API: WQEs built since wr_start
 				      * (at sq.tail .. sq.tail + wr_pending) */
 	struct srn_rc_state *rc;     /* transport state, created at INIT */
+	union ibv_gid mcast[SRN_MAX_MCAST_QP_ATTACH]; /* UD: groups attached
+				      * (verbs/mcast.c); guarded by ctx->lock,
+				      * not qp->lock, so one lock scans all QPs */
+	uint32_t num_mcast;          /* valid entries in mcast[] */
 };
 
 static inline struct srn_qp *srn_qp(struct ibv_qp *q)
@@ -233,6 +239,88 @@ static inline struct srn_qp *srn_qp(struct ibv_qp *q)
 
 /* Local QP by number, or NULL.  Takes the context lock. */
 struct srn_qp *srn_qp_lookup(struct srn_context *ctx, uint32_t qpn);
+
+/* ---- SRQ (verbs/srq.c) ------------------------------------------------- */
+
+struct srn_srq {
+	struct ibv_srq ibv;          /* what the application holds */
+	pthread_mutex_t lock;        /* guards rq and limit; lock order:
+				      * qp -> srq (the transport takes from
+				      * an SRQ with the QP lock held) */
+	struct srn_context *ctx;
+	struct srn_pd *pd;
+	struct srn_wq rq;            /* struct srn_recv_wqe ring: head = next
+				      * to take, tail = next free; next unused */
+	uint32_t limit;              /* srq_limit; 0 = not armed */
+	atomic_uint users;           /* QPs attached to it (EBUSY) */
+	atomic_uint events_reported; /* async events posted on it (destroy
+				      * waits until all are acked) */
+};
+
+static inline struct srn_srq *srn_srq(struct ibv_srq *s)
+{
+	return srn_container_of(s, struct srn_srq, ibv);
+}
+
+/* The transport's receive side: take the oldest posted WQE into *out.
+ * 0, or -ENOENT when the SRQ is empty.  When this leaves fewer WQEs than
+ * an armed srq_limit, raises IBV_EVENT_SRQ_LIMIT_REACHED once and
+ * disarms.  Takes srq->lock (callers may hold the QP lock). */
+int srn_srq_take(struct srn_srq *srq, struct srn_recv_wqe *out);
+/* WQEs currently posted (takes srq->lock). */
+uint32_t srn_srq_count(struct srn_srq *srq);
+/* Ops slots (post_srq_recv, create_srq_ex); from srn_ops_init_datapath. */
+void srn_ops_init_srq(struct verbs_context *vctx);
+
+/* ---- AH (verbs/ah.c) -------------------------------------------------- */
+
+struct srn_ah {
+	struct ibv_ah ibv;           /* what the application holds */
+	struct ibv_ah_attr attr;     /* as created: is_global, port 1 */
+	union ibv_gid sgid;          /* local GID at attr.grh.sgid_index */
+	int family;                  /* AF_INET when dgid is IPv4-mapped
+				      * (RoCEv2 over IPv4), else AF_INET6 */
+	bool mcast;                  /* dgid is a multicast group: send to
+				      * QPN 0xFFFFFF (the WR's remote_qpn) */
+};
+
+static inline struct srn_ah *srn_ah(struct ibv_ah *a)
+{
+	return srn_container_of(a, struct srn_ah, ibv);
+}
+
+/* Transport accessors: destination GID, source GID, full attributes. */
+static inline const union ibv_gid *srn_ah_dgid(struct ibv_ah *a)
+{
+	return &srn_ah(a)->attr.grh.dgid;
+}
+
+static inline const union ibv_gid *srn_ah_sgid(struct ibv_ah *a)
+{
+	return &srn_ah(a)->sgid;
+}
+
+static inline const struct ibv_ah_attr *srn_ah_attr(struct ibv_ah *a)
+{
+	return &srn_ah(a)->attr;
+}
+
+/* True for ::ffff:a.b.c.d (RoCEv2 GID of an IPv4 address). */
+bool srn_gid_is_v4mapped(const union ibv_gid *gid);
+/* True for a multicast GID: ff00::/8, or IPv4-mapped 224.0.0.0/4. */
+bool srn_gid_is_mcast(const union ibv_gid *gid);
+
+/* ---- multicast (verbs/mcast.c) ---------------------------------------- */
+
+/* The local UD QPs attached to group mgid: up to max pointers in out[],
+ * returns how many are attached (may exceed max).  Takes ctx->lock; the
+ * pointers are valid while the caller keeps QPs from being destroyed
+ * (as for srn_qp_lookup). */
+uint32_t srn_mcast_qps(struct srn_context *ctx, const union ibv_gid *mgid,
+		       struct srn_qp **out, uint32_t max);
+/* ibv_destroy_qp: detach qp from every group (after it left the QP
+ * table).  Takes ctx->lock. */
+void srn_mcast_qp_detach_all(struct srn_qp *qp);
 
 /* ---- verbs <-> transport hooks (transport/hooks.c implements) ----------- */
 
@@ -256,6 +344,15 @@ void srn_transport_kick_rq(struct srn_qp *qp);
 /* Called without the QP lock by poll_cq on an empty CQ: give the engine a
  * chance to run inline (receive and process packets) instead of waiting. */
 void srn_transport_progress(struct srn_context *ctx);
+
+/* Multicast membership of this context changed (verbs/mcast.c calls,
+ * with ctx->lock held, so the hook must not take it): join when the
+ * first local QP attaches to mgid, leave when the last one detaches.
+ * join returns 0 or a positive errno (attach then fails with it).
+ * verbs/mcast.c holds weak defaults that join nothing (no UD transport
+ * yet); the transport's strong definitions replace them. */
+int srn_transport_mcast_join(struct srn_context *ctx, const union ibv_gid *mgid);
+void srn_transport_mcast_leave(struct srn_context *ctx, const union ibv_gid *mgid);
 
 /* ---- async events ------------------------------------------------------ */
 

@@ -1,6 +1,7 @@
 /* Weak defaults (see stub.h) for the verbs objects: PD, MR, CQ, QP, SRQ,
  * AH, multicast, ECE and object import.  verbs/pd.c, mr.c, cq.c, qp.c,
- * srq.c, ah.c ... replace them; import/ECE stay unsupported (no kernel
+ * ... replace them (SRQ, AH, multicast: verbs/srq.c, ah.c, mcast.c, whose
+ * stubs are gone); import/ECE stay unsupported (no kernel
  * objects to share, no ECE negotiation). */
 #include <infiniband/verbs.h>
 #include <stddef.h>
@@ -130,69 +131,6 @@ SRN_STUB int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 }
 
 SRN_STUB int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
-{
-	return EOPNOTSUPP;
-}
-
-/* ---- SRQ --------------------------------------------------------------- */
-
-SRN_STUB struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
-					struct ibv_srq_init_attr *srq_init_attr)
-{
-	SRN_STUB_NULL(EOPNOTSUPP);
-}
-
-SRN_STUB int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
-			    int srq_attr_mask)
-{
-	return EOPNOTSUPP;
-}
-
-SRN_STUB int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
-{
-	return EOPNOTSUPP;
-}
-
-SRN_STUB int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	return EOPNOTSUPP;
-}
-
-/* ---- AH ---------------------------------------------------------------- */
-
-SRN_STUB struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	SRN_STUB_NULL(EOPNOTSUPP);
-}
-
-SRN_STUB int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
-				 struct ibv_wc *wc, struct ibv_grh *grh,
-				 struct ibv_ah_attr *ah_attr)
-{
-	SRN_STUB_MINUS1(EOPNOTSUPP); /* documented: -1 on error */
-}
-
-SRN_STUB struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
-					      struct ibv_grh *grh, uint8_t port_num)
-{
-	SRN_STUB_NULL(EOPNOTSUPP);
-}
-
-SRN_STUB int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	return EOPNOTSUPP;
-}
-
-/* ---- multicast --------------------------------------------------------- */
-
-SRN_STUB int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-			      uint16_t lid)
-{
-	return EOPNOTSUPP;
-}
-
-SRN_STUB int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-			      uint16_t lid)
 {
 	return EOPNOTSUPP;
 }

@@ -277,7 +277,9 @@ static __attribute__((unused)) void run_ops(struct t_end *a, struct t_end *b, co
 	fill(a->buf, 8, 0);
 	memcpy(a->buf + 128, &word, 8);
 	CHECK(!post_send(a, IBV_WR_RDMA_WRITE, 128, 8, raddr, peer->rkey, 0, 5), "post");
-	CHECK(!t_wait(a->cq, &wc) && wc.status == IBV_WC_SUCCESS, "atomic setup");
+	CHECK(!t_wait(a->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 5,
+	      "atomic setup: %s wr_id %llu", ibv_wc_status_str(wc.status),
+	      (unsigned long long)wc.wr_id);
 	{
 		struct ibv_sge sge = { (uintptr_t)res, 8, a->mr->lkey };
 		struct ibv_send_wr wr = { .wr_id = 6, .sg_list = &sge, .num_sge = 1,
@@ -307,7 +309,8 @@ static __attribute__((unused)) void run_ops(struct t_end *a, struct t_end *b, co
 		wr.wr.atomic.compare_add = 1;
 		wr.wr.atomic.swap = 99;
 		CHECK(!ibv_post_send(a->qp, &wr, &bad), "post cas");
-		CHECK(!t_wait(a->cq, &wc) && wc.status == IBV_WC_SUCCESS && *res == 77,
+		CHECK(!t_wait(a->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 8 &&
+		      *res == 77,
 		      "%s CMP_SWAP (miss): orig %llu", tag, (unsigned long long)*res);
 		if (b) {
 			memcpy(&word, b->buf + 512, 8);
@@ -315,7 +318,9 @@ static __attribute__((unused)) void run_ops(struct t_end *a, struct t_end *b, co
 		}
 		/* read the word back */
 		CHECK(!post_send(a, IBV_WR_RDMA_READ, 256, 8, raddr, peer->rkey, 0, 9), "post");
-		CHECK(!t_wait(a->cq, &wc) && wc.status == IBV_WC_SUCCESS, "read word");
+		CHECK(!t_wait(a->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 9,
+		      "read word: %s wr_id %llu", ibv_wc_status_str(wc.status),
+		      (unsigned long long)wc.wr_id);
 		memcpy(&word, a->buf + 256, 8);
 		CHECK(word == 77, "%s atomic result read back %llu", tag, (unsigned long long)word);
 	}

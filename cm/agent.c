@@ -1,0 +1,118 @@
+/* The process's CM agent: one GSI socket and one background thread that
+ * receives MADs and fires the protocol timers.  It blocks in poll() when
+ * idle; an eventfd wakes it when a new deadline is armed. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "cm/cm.h"
+
+static pthread_mutex_t agent_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int gsi_fd = -1, wake_fd = -1;
+static uint16_t gsi_port;
+static uint32_t gsi_psn;             /* UD PSN of our GSI "QP" */
+static pid_t agent_pid;
+
+static void *agent_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct pollfd p[2] = { { gsi_fd, POLLIN, 0 }, { wake_fd, POLLIN, 0 } };
+		int timeout;
+
+		pthread_mutex_lock(&cm_lock);
+		timeout = cm_conn_timers(cm_now_ms());
+		pthread_mutex_unlock(&cm_lock);
+		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+			continue;
+		if (p[1].revents & POLLIN) {
+			uint64_t v;
+
+			if (read(wake_fd, &v, sizeof(v)) < 0)
+				(void)0; /* spurious: nothing to drain */
+		}
+		/* Bounded per round so timers still run under a flood. */
+		for (int i = 0; i < 64; i++) {
+			uint8_t mad[WIRE_MAD_LEN], to_ip[4];
+			struct cm_peer from;
+			int r = cm_gsi_recv(gsi_fd, mad, &from, to_ip);
+
+			if (r < 0)
+				break;
+			if (r == 0)
+				continue;
+			pthread_mutex_lock(&cm_lock);
+			cm_conn_mad_in(mad, &from, to_ip);
+			pthread_mutex_unlock(&cm_lock);
+		}
+	}
+	return NULL;
+}
+
+int cm_agent_start(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	int err = 0, fd;
+
+	pthread_mutex_lock(&agent_mutex);
+	/* After fork the child has no agent thread: start a fresh one. */
+	if (gsi_fd >= 0 && agent_pid == getpid())
+		goto out;
+	fd = cm_gsi_open(&gsi_port);
+	if (fd < 0) {
+		err = -fd;
+		goto out;
+	}
+	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wake_fd < 0) {
+		err = errno;
+		close(fd);
+		goto out;
+	}
+	gsi_fd = fd;
+	agent_pid = getpid();
+	if (getrandom(&gsi_psn, sizeof(gsi_psn), 0) != sizeof(gsi_psn))
+		gsi_psn = (uint32_t)getpid();
+	cm_dir_agent_register(gsi_port);
+	/* The thread takes no signals: they belong to the application. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&t, &attr, agent_main, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		close(gsi_fd);
+		close(wake_fd);
+		gsi_fd = wake_fd = -1;
+	}
+out:
+	pthread_mutex_unlock(&agent_mutex);
+	return err;
+}
+
+uint16_t cm_agent_port(void)
+{
+	return gsi_port;
+}
+
+void cm_agent_wake(void)
+{
+	uint64_t v = 1;
+
+	if (wake_fd >= 0 && write(wake_fd, &v, sizeof(v)) < 0)
+		(void)0; /* counter full: the thread is awake anyway */
+}
+
+int cm_mad_send(const struct cm_peer *peer, const uint8_t src_ip[4],
+		const uint8_t mad[WIRE_MAD_LEN])
+{
+	return cm_gsi_send(gsi_fd, gsi_port, src_ip, peer, gsi_psn++, mad);
+}

@@ -1,0 +1,213 @@
+/* cm/: the connection manager's object model (librdmacm.so.1).
+ *
+ * One process-wide lock (cm_lock) guards every cm id, the MAD agent and the
+ * timers: connection setup is rare and slow next to the data path, so one
+ * lock keeps the state machine simple.  Lock order: cm_lock -> channel lock.
+ * The IB CM protocol (REQ/REP/RTU/REJ/MRA/DREQ/DREP on QP1, IBTA Vol 1
+ * ch. 12) runs in cm/conn.c, its MADs move through cm/gsi_net.c, a
+ * background thread (cm/agent.c) receives them and fires retransmissions.
+ */
+#ifndef CM_H
+#define CM_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <rdma/rdma_cma.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wire/mad.h"
+
+/* ---- event channels (cm/channel.c) ----------------------------------- */
+
+struct cm_id;
+
+struct cm_event {
+	struct rdma_cm_event ev;     /* what the application sees: first */
+	struct cm_event *next;       /* channel queue */
+	struct cm_id *owner;         /* id whose unacked count this holds */
+	uint8_t pdata[WIRE_CM_DATA_LEN]; /* event private data lives here */
+};
+
+struct cm_channel {
+	struct rdma_event_channel ch; /* ch.fd: readable iff events queued */
+	pthread_mutex_t lock;        /* guards the queue */
+	pthread_cond_t cond;         /* signalled when an event is queued */
+	struct cm_event *head, *tail;
+	bool signalled;              /* fd holds a token */
+	unsigned int waiters;        /* threads asleep on cond */
+};
+
+static inline struct cm_channel *cm_chan(struct rdma_event_channel *c)
+{
+	return (struct cm_channel *)c;
+}
+
+/* Queue ev on its owner's channel (ev->ev.id must be set).  Counts it as
+ * unacked on ev->owner.  Called with cm_lock held. */
+void cm_event_queue(struct cm_channel *ch, struct cm_event *ev);
+/* A zeroed event for id of type t and status st; NULL on ENOMEM. */
+struct cm_event *cm_event_new(struct cm_id *id, enum rdma_cm_event_type t, int st);
+/* Drop queued events of id (destroy); called with cm_lock held. */
+void cm_channel_purge(struct cm_channel *ch, struct cm_id *id);
+/* Take the first event of id's channel that belongs to id; blocking.
+ * (synchronous ids own their channel).  0 or -1 + errno. */
+int cm_channel_wait(struct cm_channel *ch, struct rdma_cm_event **ev);
+
+/* ---- ids (cm/id.c) ---------------------------------------------------- */
+
+enum cm_state {
+	CM_IDLE,                     /* created */
+	CM_BOUND,                    /* rdma_bind_addr */
+	CM_ADDR_RESOLVED,
+	CM_ROUTE_RESOLVED,
+	CM_LISTEN,
+	CM_REQ_SENT,                 /* active: waiting for REP */
+	CM_REQ_RCVD,                 /* passive: CONNECT_REQUEST given out */
+	CM_REP_RCVD,                 /* active without QP: app must establish */
+	CM_REP_SENT,                 /* passive: waiting for RTU */
+	CM_ESTABLISHED,
+	CM_DREQ_SENT,                /* waiting for DREP */
+	CM_TIMEWAIT,                 /* disconnected */
+	CM_SIDR_REQ_SENT,            /* UDP port space: waiting for SIDR_REP */
+};
+
+/* Where the peer's CM agent listens: IPv4 address + UDP port. */
+struct cm_peer {
+	uint8_t ip[4];
+	uint16_t port;               /* host order */
+};
+
+struct cm_id {
+	struct rdma_cm_id id;        /* the application's id: first */
+	struct cm_id *next;          /* all ids of the process (cm_ids) */
+	enum cm_state state;
+	struct cm_channel *chan;     /* == id.channel */
+	bool sync;                   /* created with a NULL channel */
+	int dir_slot;                /* directory binding, -1 if none */
+	bool reuseaddr, afonly;
+	uint8_t tos, ack_timeout;    /* rdma_set_option */
+	bool ack_timeout_set;
+	unsigned int unacked;        /* events handed out, not acked */
+	bool destroying;
+	struct ibv_sa_path_rec path; /* route.path_rec points here */
+	/* listener */
+	int backlog;
+	int pending;                 /* CONNECT_REQUESTs not yet accepted */
+	struct cm_id *listener;      /* passive conn id: its listener */
+	bool passive;                /* created by a REQ */
+	bool peer_local;             /* peer agent on this host */
+	bool sync_disc_wait;         /* sync id: DISCONNECTED still to wait for */
+	struct ibv_qp_init_attr *ep_qp_attr; /* rdma_create_ep (passive) */
+	struct ibv_pd *ep_pd;
+	/* connection */
+	uint32_t local_comm_id, remote_comm_id;
+	uint64_t tid;                /* REQ/REP/RTU transaction */
+	struct cm_peer peer;         /* peer CM agent */
+	uint32_t local_qpn;          /* our QP (or conn_param qp_num) */
+	uint32_t remote_qpn;
+	uint32_t rq_psn;             /* PSN we expect to receive (we sent it) */
+	uint32_t sq_psn;             /* PSN we send from (the peer sent it) */
+	uint8_t responder_resources, initiator_depth;
+	uint8_t retry_count, rnr_retry_count;
+	uint8_t srq;
+	uint8_t remote_resp_res, remote_init_depth; /* as the peer sent */
+	uint8_t peer_cm_timeout;     /* peer's CM response timeout */
+	bool own_qp;                 /* QP created with rdma_create_qp */
+	uint32_t remote_qkey;        /* SIDR */
+	struct ibv_ece local_ece, remote_ece;
+	/* MAD retransmission */
+	uint8_t mad[WIRE_MAD_LEN];   /* last MAD that expects an answer */
+	bool mad_pending;
+	int mad_retries;             /* retransmissions left */
+	int mad_timeout_ms;
+	uint64_t mad_deadline_ms;
+	uint8_t last_reply[WIRE_MAD_LEN]; /* REP/RTU/DREP for duplicates */
+	bool have_last_reply;
+	struct cm_event *rep_event;  /* active: REP data for ESTABLISHED */
+};
+
+static inline struct cm_id *cm_id(struct rdma_cm_id *id)
+{
+	return (struct cm_id *)id;
+}
+
+extern pthread_mutex_t cm_lock;
+extern pthread_cond_t cm_ack_cond;  /* an event was acked (with cm_lock) */
+extern struct cm_id *cm_ids;         /* guarded by cm_lock */
+
+struct cm_id *cm_id_alloc(struct cm_channel *ch, void *context,
+			  enum rdma_port_space ps, bool sync);
+/* Bind to addr's device (if not wildcard) and directory; cm_lock held.
+ * 0 or positive errno. */
+int cm_id_bind_locked(struct cm_id *c, const struct sockaddr *addr);
+/* Find the device + port whose GID 0 is ip (IPv4); NULL if none. */
+struct ibv_context *cm_device_for_ip(const uint8_t ip[4]);
+void cm_id_fill_gids(struct cm_id *c);
+/* Unlink and free an id no application has seen (cm_lock held). */
+void cm_id_free_unreported(struct cm_id *c);
+uint16_t cm_src_port(const struct cm_id *c);   /* host order */
+uint16_t cm_dst_port(const struct cm_id *c);
+const uint8_t *cm_src_ip(const struct cm_id *c); /* 4 bytes */
+const uint8_t *cm_dst_ip(const struct cm_id *c);
+uint16_t cm_ps_code(enum rdma_port_space ps);
+uint64_t cm_now_ms(void);
+/* Wait (cm_lock NOT held) for the next event of a sync id; returns 0 when
+ * it is of type want with status 0, else -1 + errno (rdma-core's rules). */
+int cm_sync_complete(struct cm_id *c, enum rdma_cm_event_type want);
+
+/* ---- the MAD agent (cm/agent.c, cm/gsi_net.c) ------------------------ */
+
+/* Start the agent (socket + thread) once.  0 or positive errno. */
+int cm_agent_start(void);
+uint16_t cm_agent_port(void);        /* our GSI UDP port, host order */
+void cm_agent_wake(void);            /* re-evaluate timers now */
+/* Send a MAD to peer from local IPv4 src.  0 or -errno. */
+int cm_mad_send(const struct cm_peer *peer, const uint8_t src_ip[4],
+		const uint8_t mad[WIRE_MAD_LEN]);
+
+int cm_gsi_open(uint16_t *port);
+/* Send one UD MAD packet; 0 or -errno. */
+int cm_gsi_send(int fd, uint16_t sport, const uint8_t src_ip[4],
+		const struct cm_peer *to, uint32_t psn,
+		const uint8_t mad[WIRE_MAD_LEN]);
+/* Receive one packet; returns 1 and the MAD (copied to mad) with sender,
+ * 0 if nothing valid is waiting (a bad packet is dropped), -errno. */
+int cm_gsi_recv(int fd, uint8_t mad[WIRE_MAD_LEN], struct cm_peer *from,
+		uint8_t to_ip[4]);
+/* The source address the host would use toward dst (0 or -errno). */
+int cm_route_src(const uint8_t dst[4], uint8_t src[4]);
+bool cm_ip_is_local(const uint8_t ip[4]);
+
+/* ---- the host-wide directory (cm/directory.c) ------------------------ */
+
+/* Reserve (ps, ip, port): ip all-zero = wildcard; port 0 picks one.
+ * Returns the slot (>= 0) and sets *port, or -EADDRINUSE / -ENOSPC / -errno. */
+int cm_dir_bind(uint16_t ps, const uint8_t ip[4], uint16_t *port, bool reuse);
+void cm_dir_unbind(int slot);
+int cm_dir_listen(int slot, uint16_t gsi_port);   /* 0 or -EADDRINUSE */
+/* GSI port of the live listener for (ps, ip, port), or 0. */
+uint16_t cm_dir_lookup(uint16_t ps, const uint8_t ip[4], uint16_t port);
+int cm_dir_agent_register(uint16_t gsi_port);
+/* Is the agent on gsi_port (a local process) still alive? */
+bool cm_dir_agent_alive(uint16_t gsi_port);
+
+/* ---- the protocol (cm/conn.c) ---------------------------------------- */
+
+void cm_conn_mad_in(const uint8_t mad[WIRE_MAD_LEN], const struct cm_peer *from,
+		    const uint8_t to_ip[4]);
+/* Retransmit or time out what is due; returns ms until the next deadline
+ * (-1 = none).  cm_lock held. */
+int cm_conn_timers(uint64_t now);
+/* Release a connection's protocol state on destroy (sends DREQ/REJ as
+ * needed).  cm_lock held. */
+void cm_conn_destroy(struct cm_id *c);
+
+/* ---- QPs (cm/qp.c) ---------------------------------------------------- */
+
+int cm_qp_to_rtr(struct cm_id *c);   /* 0 or positive errno */
+int cm_qp_to_rts(struct cm_id *c);
+void cm_qp_to_err(struct cm_id *c);
+struct ibv_pd *cm_default_pd(struct ibv_context *ctx);
+
+#endif
