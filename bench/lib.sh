@@ -14,7 +14,16 @@ b_cleanup() {
 	B_PIDS=()
 }
 
-b_port() { echo $(( 20000 + RANDOM % 20000 )); }
+# A random TCP port in 20000-39999 that nothing uses right now.
+b_port() {
+	local p i
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		p=$(( 20000 + RANDOM % 20000 ))
+		command -v ss >/dev/null || break
+		[ -z "$(ss -Htan "sport = :$p" 2>/dev/null)" ] && break
+	done
+	echo "$p"
+}
 b_elapsed() { echo $(( $(date +%s) - B_T0 )); }
 
 # b_wait_listen PORT PID: until something listens on TCP PORT (or PID

@@ -46,7 +46,7 @@ echo "# softrnic benchmark: latest run"
 echo
 echo "Written by \`make bench\` (bench/run.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'); every figure is the"
 echo "median of $REPS run(s) in this same run. GB/s = 10^9 bytes/s (perftest and UCX report MiB/s:"
-echo "converted). Latencies are one-way (half the round trip) except READ, which is a full round trip."
+echo "converted). Latencies are one-way (half the round trip) except READ and ATOMIC: full round trips."
 echo
 echo "## Machine"
 echo
@@ -93,7 +93,8 @@ echo "| idle: RC QP pair open, no traffic ($(pathlabel default)) | $(fmt "$idle"
 echo
 echo "Same-host references also measured: memcpy 1 MiB $(fmt "$memcpy_1m") GB/s, process_vm_writev 1 MiB"
 echo "$(fmt "$(b_med base:vm_writev 1048576)") GB/s, shared-memory ping-pong 2 B $(fmt "$shm_pp") us, libfabric shm"
-echo "(fi_pingpong) 2 B $(fmt "$(b_med base:fi_shm:lat 2)") us; UDP 2 B WRITE latency $(fmt "$(b_med srn:udp:write_lat 2)") us."
+echo "(fi_pingpong) 2 B $(fmt "$(b_med base:fi_shm:lat 2)") us and 1 MiB ping-pong $(fmt "$(b_med base:fi_shm:bw 1048576)") GB/s;"
+echo "UDP path 2 B WRITE latency $(fmt "$(b_med srn:udp:write_lat 2)") us."
 echo
 
 # --- Bandwidth ------------------------------------------------------------
@@ -165,7 +166,7 @@ if [ "${LAT_ALL:-1}" = 1 ]; then
 	for s in 2 64 4096 65536 1048576 8388608; do
 		row="| $(hsize "$s") |"
 		for p in $PATHS; do
-			row="$row $(fmt "$(b_med "srn:$p:write_lat:curve" "$s")") | $(fmt "$(b_med "srn:$p:send_lat:curve" "$s")") |"
+			row="$row $(fmt "$(b_med "srn:$p:write_lat" "$s")") | $(fmt "$(b_med "srn:$p:send_lat" "$s")") |"
 		done
 		echo "$row $(fmt "$(b_med base:ucx_sm:put_lat "$s")") |"
 	done
@@ -219,13 +220,13 @@ fi
 	printf 'size'
 	for p in $PATHS; do printf '\t"WRITE (%s)"\t"SEND (%s)"' "$(pathlabel "$p")" "$(pathlabel "$p")"; done
 	printf '\t"UCX put (sm)"\t"shm ping-pong"\t"UDP ping-pong"\n'
-	sizes=$(awk -F'\t' '$1 ~ /:curve$/ || $1 == "base:ucx_sm:put_lat" { print $2 }' "$RAW/samples.tsv" | sort -gu)
+	sizes=$(awk -F'\t' '$1 ~ /^srn:.*:(write|send)_lat$/ || $1 == "base:ucx_sm:put_lat" { print $2 }' "$RAW/samples.tsv" | sort -gu)
 	[ -n "$sizes" ] || sizes=2
 	for s in $sizes; do
 		printf '%s' "$s"
 		for p in $PATHS; do
 			for k in write_lat send_lat; do
-				v=$(b_med "srn:$p:$k:curve" "$s"); [ -z "$v" ] && [ "$s" = 2 ] && v=$(b_med "srn:$p:$k" 2)
+				v=$(b_med "srn:$p:$k" "$s")
 				printf '\t%s' "${v:--}"
 			done
 		done

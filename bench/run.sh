@@ -57,7 +57,7 @@ if [ "$QUICK" = 1 ]; then
 	LAT_ALL=0
 else
 	BW_SIZES="8 64 512 4096 65536 1048576 8388608"
-	LAT_ALL=1	# also latency over all sizes (-a) for the plot
+	LAT_ALL=1	# also latency at 64 B..8 MiB for the plot
 fi
 
 # Transport paths: the default (same-host shared memory once it exists)
@@ -125,20 +125,21 @@ step_srn_bw() { # PATH PROG SIZE REP
 	fi
 }
 
-step_srn_lat() { # PATH PROG SIZE|all REP
+step_srn_lat() { # PATH PROG SIZE REP
 	local path=$1 prog=$2 size=$3 rep=$4 name="srn-$1-$2-$3-r$4" sz
 	b_progress "softrnic($path) $prog ${size} B (rep $rep)"
 	over_budget && return
-	if [ "$size" = all ]; then sz="-a -n 30"; else sz="-s $size -n 1000"; fi
+	# 2-8 B: 1000 exchanges; the curve's larger sizes fewer.
+	if [ "$size" -le 8 ]; then sz="-s $size -n 1000"
+	elif [ "$size" -le 65536 ]; then sz="-s $size -n 200"
+	else sz="-s $size -n 20"; fi
 	[ "$prog" = ib_atomic_lat ] && sz="-n 1000"	# atomics are 8 B
 	local t0=$SECONDS
 	if srn_perftest "$path" "$name" 150 "$prog" $sz && rows "$RAW/$name.client" >/dev/null; then
 		# t_typical (column 5) is perftest's median latency.
 		local key="srn:$path:${prog#ib_}"
-		[ "$size" = all ] && key="$key:curve"
 		rows "$RAW/$name.client" | while read -r b _ _ _ typ avg _ p99 _; do
 			b_record "$key" "$b" "$typ"
-			[ "$size" = all ] && continue
 			b_record "$key:avg" "$b" "$avg"
 			b_record "$key:p99" "$b" "$p99"
 		done
@@ -333,9 +334,11 @@ for r in $(seq "$REPS"); do
 		add step_srn_lat "$path" ib_send_lat 2 "$r"
 		add step_srn_lat "$path" ib_read_lat 2 "$r"
 		add step_srn_lat "$path" ib_atomic_lat 8 "$r"
-		if [ "$LAT_ALL" = 1 ]; then
-			add step_srn_lat "$path" ib_write_lat all "$r"
-			add step_srn_lat "$path" ib_send_lat all "$r"
+		if [ "$LAT_ALL" = 1 ]; then	# the latency curve, for the plot
+			for s in 64 4096 65536 1048576 8388608; do
+				add step_srn_lat "$path" ib_write_lat "$s" "$r"
+				add step_srn_lat "$path" ib_send_lat "$s" "$r"
+			done
 		fi
 		add step_srn_rate "$path" 1 "$r"
 		add step_srn_rate "$path" 4 "$r"

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cm/cm.h"
@@ -16,6 +18,7 @@ static int gsi_fd = -1, wake_fd = -1;
 static uint16_t gsi_port;
 static uint32_t gsi_psn;             /* UD PSN of our GSI "QP" */
 static pid_t agent_pid;
+int cm_debug_on;
 
 static void *agent_main(void *arg)
 {
@@ -24,6 +27,24 @@ static void *agent_main(void *arg)
 		struct pollfd p[2] = { { gsi_fd, POLLIN, 0 }, { wake_fd, POLLIN, 0 } };
 		int timeout;
 
+		/* MADs first, timers after: a peer's last answer (say a REJ
+		 * just before it exited) must win over noticing its death. */
+		for (int i = 0; i < 64; i++) {
+			uint8_t mad[WIRE_MAD_LEN], to_ip[4];
+			struct cm_peer from;
+			int r = cm_gsi_recv(gsi_fd, mad, &from, to_ip);
+
+			if (r < 0)
+				break;
+			if (r == 0)
+				continue;
+			cm_dbg("rx %s from %u.%u.%u.%u:%u\n", wire_cm_attr_name(
+				       (uint16_t)(mad[16] << 8 | mad[17])) ?: "?",
+			       from.ip[0], from.ip[1], from.ip[2], from.ip[3], from.port);
+			pthread_mutex_lock(&cm_lock);
+			cm_conn_mad_in(mad, &from, to_ip);
+			pthread_mutex_unlock(&cm_lock);
+		}
 		pthread_mutex_lock(&cm_lock);
 		timeout = cm_conn_timers(cm_now_ms());
 		pthread_mutex_unlock(&cm_lock);
@@ -34,20 +55,6 @@ static void *agent_main(void *arg)
 
 			if (read(wake_fd, &v, sizeof(v)) < 0)
 				(void)0; /* spurious: nothing to drain */
-		}
-		/* Bounded per round so timers still run under a flood. */
-		for (int i = 0; i < 64; i++) {
-			uint8_t mad[WIRE_MAD_LEN], to_ip[4];
-			struct cm_peer from;
-			int r = cm_gsi_recv(gsi_fd, mad, &from, to_ip);
-
-			if (r < 0)
-				break;
-			if (r == 0)
-				continue;
-			pthread_mutex_lock(&cm_lock);
-			cm_conn_mad_in(mad, &from, to_ip);
-			pthread_mutex_unlock(&cm_lock);
 		}
 	}
 	return NULL;
@@ -64,6 +71,11 @@ int cm_agent_start(void)
 	/* After fork the child has no agent thread: start a fresh one. */
 	if (gsi_fd >= 0 && agent_pid == getpid())
 		goto out;
+	{
+		const char *lvl = getenv("SOFTRNIC_LOG");
+
+		cm_debug_on = lvl && !strcmp(lvl, "debug");
+	}
 	fd = cm_gsi_open(&gsi_port);
 	if (fd < 0) {
 		err = -fd;
@@ -114,5 +126,7 @@ void cm_agent_wake(void)
 int cm_mad_send(const struct cm_peer *peer, const uint8_t src_ip[4],
 		const uint8_t mad[WIRE_MAD_LEN])
 {
+	cm_dbg("tx %s to %u.%u.%u.%u:%u\n", wire_cm_attr_name((uint16_t)(mad[16] << 8 | mad[17])) ?: "?",
+	       peer->ip[0], peer->ip[1], peer->ip[2], peer->ip[3], peer->port);
 	return cm_gsi_send(gsi_fd, gsi_port, src_ip, peer, gsi_psn++, mad);
 }

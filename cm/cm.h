@@ -15,8 +15,20 @@
 #include <rdma/rdma_cma.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "wire/mad.h"
+
+/* SOFTRNIC_LOG=debug traces every MAD and state change on stderr. */
+extern int cm_debug_on;
+#define cm_dbg(...)                                                          \
+	do {                                                                 \
+		if (cm_debug_on) {                                           \
+			fprintf(stderr, "softrnic cm[%d]: ", (int)getpid()); \
+			fprintf(stderr, __VA_ARGS__);                        \
+		}                                                            \
+	} while (0)
 
 /* ---- event channels (cm/channel.c) ----------------------------------- */
 
@@ -122,6 +134,9 @@ struct cm_id {
 	int mad_retries;             /* retransmissions left */
 	int mad_timeout_ms;
 	uint64_t mad_deadline_ms;
+	uint64_t timewait_ms;        /* when to report TIMEWAIT_EXIT, 0 = never */
+	uint64_t lookup_until_ms;
+	int dead_strikes;            /* passes that found the peer agent gone */    /* REQ with no listener yet: give up then */
 	uint8_t last_reply[WIRE_MAD_LEN]; /* REP/RTU/DREP for duplicates */
 	bool have_last_reply;
 	struct cm_event *rep_event;  /* active: REP data for ESTABLISHED */

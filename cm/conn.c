@@ -30,6 +30,8 @@ enum {
 	CM_MRA_SERVICE_TIMEOUT = 24, /* ~68 s: the application is slow */
 	CM_TARGET_ACK_DELAY = 15,
 	CM_LIVENESS_MS = 300,        /* how often same-host peers are checked */
+	CM_LISTEN_GRACE_MS = 250,
+	CM_TIMEWAIT_MS = 2000,       /* ~ 2 x packet life time, as Linux's order */    /* a same-host REQ waits this for a listener */
 	CM_REQ_PDATA = 92 - WIRE_CMA_HDR_LEN,  /* 56 */
 	CM_REP_PDATA = 196,
 	CM_REJ_PDATA = 148,
@@ -417,6 +419,7 @@ static void req_in(const struct wire_cm_msg *m, const uint8_t *raw, const struct
 	cm_event_queue(l->chan, e);
 	return;
 bad_sid:
+	cm_dbg("REQ for service 0x%llx: no listener\n", (unsigned long long)r->service_id);
 	/* Nobody listens there: what Linux answers (status 8 at the peer). */
 	rej_unknown(m, from, to_ip, r->local_comm_id, WIRE_CM_REJ_INVALID_SERVICE_ID,
 		    WIRE_CM_MSG_REQ);
@@ -528,19 +531,20 @@ SRN_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	if (p && p->private_data_len)
 		memcpy(r->private_data + WIRE_CMA_HDR_LEN, p->private_data, p->private_data_len);
 	c->state = CM_REQ_SENT;
+	cm_dbg("connect to port %u: listener agent port %u\n", cm_dst_port(c), lport);
 	if (!lport) {
-		/* Nobody listens on this host: the REJ Linux would send
-		 * (invalid service id), without a round trip. */
-		struct cm_event *e = event_conn(c, RDMA_CM_EVENT_REJECTED,
-						WIRE_CM_REJ_INVALID_SERVICE_ID, NULL, 0);
-
-		if (e) {
-			memset(e->pdata, 0, CM_REJ_PDATA);
-			e->ev.param.conn.private_data = e->pdata;
-			e->ev.param.conn.private_data_len = CM_REJ_PDATA;
-		}
-		c->state = CM_TIMEWAIT;
-		post(c, e);
+		/* No listener yet.  Linux answers a REQ for a service nobody
+		 * listens on with a REJ (invalid service id); a kernel's address
+		 * and route resolution take a little while, and applications
+		 * (perftest) rely on that to win their listen-vs-connect race,
+		 * so look again for a short grace period before rejecting. */
+		if (wire_cm_encode(&m, c->mad) != WIRE_MAD_LEN)
+			memset(c->mad, 0, WIRE_MAD_LEN);
+		c->peer.port = 0;
+		c->mad_pending = true;
+		c->lookup_until_ms = cm_now_ms() + CM_LISTEN_GRACE_MS;
+		c->mad_deadline_ms = cm_now_ms() + 10;
+		cm_agent_wake();
 		goto out;
 	}
 	c->peer.port = lport;
@@ -892,6 +896,10 @@ SRN_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 
 static void post_disconnected(struct cm_id *c)
 {
+	/* The connection's comm ids stay reserved for the time wait, then
+	 * the application hears TIMEWAIT_EXIT (if the id still exists). */
+	c->timewait_ms = cm_now_ms() + CM_TIMEWAIT_MS;
+	cm_agent_wake();
 	if (c->sync)
 		c->sync_disc_wait = true;
 	post(c, event_conn(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0));
@@ -1132,6 +1140,22 @@ void cm_conn_mad_in(const uint8_t mad[WIRE_MAD_LEN], const struct cm_peer *from,
 	}
 }
 
+/* The REJ Linux would send for a service nobody listens on. */
+static void no_listener(struct cm_id *c)
+{
+	struct cm_event *e = event_conn(c, RDMA_CM_EVENT_REJECTED,
+					WIRE_CM_REJ_INVALID_SERVICE_ID, NULL, 0);
+
+	c->mad_pending = false;
+	if (e) {
+		memset(e->pdata, 0, CM_REJ_PDATA);
+		e->ev.param.conn.private_data = e->pdata;
+		e->ev.param.conn.private_data_len = CM_REJ_PDATA;
+	}
+	c->state = CM_TIMEWAIT;
+	post(c, e);
+}
+
 /* The peer did not answer (or its process is gone). */
 static void give_up(struct cm_id *c)
 {
@@ -1168,10 +1192,37 @@ int cm_conn_timers(uint64_t now)
 
 		if (c->destroying)
 			continue;
+		if (c->timewait_ms) {
+			if (c->state != CM_TIMEWAIT) {
+				c->timewait_ms = 0;
+			} else if (c->timewait_ms <= now) {
+				c->timewait_ms = 0;
+				post(c, cm_event_new(c, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0));
+			} else if (next < 0 || (int)(c->timewait_ms - now) < next) {
+				next = (int)(c->timewait_ms - now);
+			}
+		}
+		if (c->mad_pending && c->state == CM_REQ_SENT && !c->peer.port &&
+		    c->mad_deadline_ms <= now) {
+			uint16_t lport = cm_dir_lookup(cm_ps_code(c->id.ps), cm_dst_ip(c),
+						       cm_dst_port(c));
+
+			if (lport) {
+				c->peer.port = lport;
+				cm_mad_send(&c->peer, cm_src_ip(c), c->mad);
+				c->mad_retries = CM_MAX_RETRIES;
+				c->mad_timeout_ms = timeout_ms(CM_RESPONSE_TIMEOUT);
+				c->mad_deadline_ms = now + (uint64_t)c->mad_timeout_ms;
+			} else if (now >= c->lookup_until_ms) {
+				no_listener(c);
+				continue;
+			} else {
+				c->mad_deadline_ms = now + 10;
+			}
+		}
 		if (c->mad_pending) {
 			if (c->mad_deadline_ms <= now) {
-				if ((local_peer && !cm_dir_agent_alive(c->peer.port)) ||
-				    c->mad_retries <= 0) {
+				if (c->mad_retries <= 0) {
 					give_up(c);
 					continue;
 				}
@@ -1189,7 +1240,19 @@ int cm_conn_timers(uint64_t now)
 		if (local_peer && (c->state == CM_ESTABLISHED || c->state == CM_REQ_RCVD ||
 				   c->state == CM_REP_RCVD || c->mad_pending)) {
 			want_check = true;
-			if (check && !cm_dir_agent_alive(c->peer.port)) {
+			if (!check && !c->dead_strikes)
+				continue;
+			if (cm_dir_agent_alive(c->peer.port)) {
+				c->dead_strikes = 0;
+			} else {
+				/* Seen dead twice, with our socket drained in
+				 * between: its last MADs (a REJ, a DREQ) were
+				 * processed first and win. */
+				if (++c->dead_strikes < 2) {
+					if (next < 0 || next > 10)
+						next = 10;
+					continue;
+				}
 				if (c->state == CM_ESTABLISHED && c->id.qp_type != IBV_QPT_UD) {
 					cm_qp_to_err(c);
 					c->state = CM_TIMEWAIT;

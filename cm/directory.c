@@ -67,8 +67,8 @@ static uint64_t start_time(pid_t pid)
 	p = strrchr(buf, ')'); /* the name may contain spaces */
 	if (!p || (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')))
 		return 0;
-	/* field 3 starts at p + 2; field 22 is 19 spaces further */
-	for (int f = 3; f < 22 && p; f++)
+	/* p + 1 is the space before field 3; start time is field 22 */
+	for (int f = 2; f < 22 && p; f++)
 		p = strchr(p + 1, ' ');
 	if (!p || sscanf(p, " %llu", &st) != 1)
 		return 0;
@@ -88,6 +88,8 @@ static bool alive(uint64_t owner)
 		return false;
 	if (owner == dir_me)
 		return true;
+	if ((uint32_t)owner == 0)
+		return false; /* no start time: not a live process's word */
 	return owner_of((pid_t)(owner >> 32)) == owner;
 }
 

@@ -118,6 +118,8 @@ SRN_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 	cid->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 	if (pd)
 		cid->pd = pd;
+	if (qp_init_attr)
+		qp_init_attr->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 	if (res->ai_flags & RAI_PASSIVE) {
 		if (res->ai_src_addr && rdma_bind_addr(cid, res->ai_src_addr))
 			goto fail;

@@ -254,6 +254,8 @@ SRN_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 		errno = EINVAL;
 		return -1;
 	}
+	if (!a.qp_type)
+		a.qp_type = id->qp_type;
 	if (!a.srq && id->srq)
 		a.srq = id->srq;
 	if (make_cqs(id, &a))

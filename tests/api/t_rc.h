@@ -240,7 +240,9 @@ static __attribute__((unused)) void run_ops(struct t_end *a, struct t_end *b, co
 		CHECK(!post_send(a, IBV_WR_RDMA_READ, RX_OFF, n, raddr, peer->rkey, 0, 3), "post");
 		CHECK(!t_wait(a->cq, &wc) && wc.status == IBV_WC_SUCCESS &&
 		      wc.opcode == IBV_WC_RDMA_READ && wc.byte_len == n && wc.wr_id == 3,
-		      "%s READ %u: %s len %u", tag, n, ibv_wc_status_str(wc.status), wc.byte_len);
+		      "%s READ %u: %s len %u wr_id %llu opcode %d", tag, n,
+		      ibv_wc_status_str(wc.status), wc.byte_len, (unsigned long long)wc.wr_id,
+		      wc.opcode);
 		CHECK(!memcmp(a->buf, a->buf + RX_OFF, n), "%s WRITE+READ %u data", tag, n);
 		printf("%s: RDMA_WRITE, RDMA_READ %u bytes ok (read back equals written)\n", tag, n);
 

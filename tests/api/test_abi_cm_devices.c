@@ -8,18 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int t_fails, t_checks;
-
-#define T_CHECK(cond, ...)                                         \
-	do {                                                       \
-		t_checks++;                                        \
-		if (!(cond)) {                                     \
-			t_fails++;                                 \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                       \
-			printf("\n");                              \
-		}                                                  \
-	} while (0)
+#include "tests/lib/t_util.h"
 
 int main(void)
 {
@@ -27,21 +16,12 @@ int main(void)
 	struct ibv_device **devs;
 	int ndev = 0, na = -1, nb = -1;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	devs = ibv_get_device_list(&ndev);
-	if (!devs || ndev == 0) {
-		printf("SKIP: no verbs device\n");
-		if (devs)
-			ibv_free_device_list(devs);
-		return 77;
-	}
+	if (!devs || ndev == 0)
+		t_skip("no verbs device");
 	a = rdma_get_devices(&na);
-	if (!a) {
-		printf("SKIP: rdma_get_devices: %s (devices cannot be opened yet?)\n",
-		       strerror(errno));
-		ibv_free_device_list(devs);
-		return 77;
-	}
+	if (!a)
+		t_skip("rdma_get_devices: %s (devices cannot be opened yet?)", strerror(errno));
 
 	printf("rdma_get_devices: %d contexts for %d verbs devices, NULL-terminated\n", na, ndev);
 	T_CHECK(na >= 1 && na <= ndev, "count %d of %d", na, ndev);
@@ -83,6 +63,5 @@ int main(void)
 	rdma_free_devices(NULL); /* allowed, like free(NULL) */
 
 	ibv_free_device_list(devs);
-	printf("%d checks, %d failed\n", t_checks, t_fails);
-	return t_fails ? 1 : 0;
+	return t_summary();
 }

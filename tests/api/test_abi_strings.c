@@ -15,6 +15,8 @@
 #include <sys/select.h>
 #include <unistd.h>
 
+#include "tests/lib/t_util.h"
+
 /* Exported by libibverbs but declared in no public header. */
 int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
@@ -24,19 +26,6 @@ void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_att
 void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_attr *src);
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
 void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
-
-static int t_fails, t_checks;
-
-#define T_CHECK(cond, ...)                                         \
-	do {                                                       \
-		t_checks++;                                        \
-		if (!(cond)) {                                     \
-			t_fails++;                                 \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                       \
-			printf("\n");                              \
-		}                                                  \
-	} while (0)
 
 #define T_STR(got, want) \
 	T_CHECK(strcmp((got), (want)) == 0, "got '%s' want '%s'", (got), (want))
@@ -286,13 +275,11 @@ static void t_cm(void)
 
 int main(void)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	t_strings();
 	t_rates();
 	t_fork();
 	t_kern_copy();
 	t_sysfs();
 	t_cm();
-	printf("%d checks, %d failed\n", t_checks, t_fails);
-	return t_fails ? 1 : 0;
+	return t_summary();
 }

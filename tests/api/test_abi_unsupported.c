@@ -8,18 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int t_fails, t_checks;
-
-#define T_CHECK(cond, ...)                                         \
-	do {                                                       \
-		t_checks++;                                        \
-		if (!(cond)) {                                     \
-			t_fails++;                                 \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                       \
-			printf("\n");                              \
-		}                                                  \
-	} while (0)
+#include "tests/lib/t_verbs.h"
 
 /* A constructor that must fail with NULL + errno EOPNOTSUPP. */
 #define T_NULL_EOPNOTSUPP(call)                                              \
@@ -83,29 +72,13 @@ static void t_pd_calls(struct ibv_pd *pd)
 
 int main(void)
 {
-	struct ibv_device **list;
 	struct ibv_device_attr_ex ax;
 	struct ibv_device_attr a;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
-	int n = 0;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	list = ibv_get_device_list(&n);
-	if (!list || n == 0) {
-		printf("SKIP: no device (ibv_get_device_list: %s)\n", list ? "empty" : strerror(errno));
-		if (list)
-			ibv_free_device_list(list);
-		return 77;
-	}
-	ctx = ibv_open_device(list[0]);
-	if (!ctx) {
-		printf("SKIP: ibv_open_device(%s): %s\n", ibv_get_device_name(list[0]),
-		       strerror(errno));
-		ibv_free_device_list(list);
-		return 77;
-	}
-	printf("device %s opened\n", ibv_get_device_name(list[0]));
+	ctx = t_lo_open();
+	printf("device %s opened\n", ibv_get_device_name(ctx->device));
 
 	t_context_calls(ctx);
 
@@ -131,7 +104,6 @@ int main(void)
 	}
 
 	T_CHECK(ibv_close_device(ctx) == 0, "close_device");
-	ibv_free_device_list(list);
-	printf("%d checks, %d failed\n", t_checks, t_fails);
-	return t_fails ? 1 : 0;
+	t_lo_free();
+	return t_summary();
 }

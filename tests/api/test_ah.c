@@ -13,19 +13,7 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
-static int fails, checks;
-
-#define CHECK(cond, ...) do {                                         \
-	checks++;                                                      \
-	if (cond) {                                                    \
-		printf("ok   - " __VA_ARGS__);                         \
-	} else {                                                       \
-		fails++;                                               \
-		printf("FAIL - " __VA_ARGS__);                         \
-		printf("       (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-	}                                                              \
-	printf("\n");                                                  \
-} while (0)
+#include "tests/lib/t_verbs.h"
 
 static struct ibv_ah *t_create(struct ibv_pd *pd, struct ibv_ah_attr *a, int *err)
 {
@@ -78,7 +66,6 @@ static void ip4_header(uint8_t *h, const uint8_t src[4], const uint8_t dst[4],
 
 int main(void)
 {
-	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_ah *ah, *ah2;
@@ -90,19 +77,13 @@ int main(void)
 	struct ibv_wc wc;
 	int err, i, v6 = -1, ret;
 
-	setenv("SOFTRNIC_DEVICES", "lo", 1);
-	list = ibv_get_device_list(NULL);
-	ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
-	if (!ctx) {
-		printf("SKIP: no device\n");
-		return 77;
-	}
+	ctx = t_lo_open();
 	pd = ibv_alloc_pd(ctx);
 	if (!pd || ibv_query_gid(ctx, 1, 0, &g0) || ibv_query_port(ctx, 1, &port)) {
 		printf("FAIL: setup\n");
 		return 1;
 	}
-	CHECK(is_v4mapped(&g0), "GID 0 is IPv4-mapped");
+	T_OK(is_v4mapped(&g0), "GID 0 is IPv4-mapped");
 	for (i = 1; i < port.gid_tbl_len; i++) {
 		union ibv_gid g;
 
@@ -118,24 +99,24 @@ int main(void)
 	memset(&a, 0, sizeof(a));
 	a.port_num = 1;
 	a.dlid = 1;
-	CHECK(!t_create(pd, &a, &err) && err == EINVAL, "no GRH on RoCE -> EINVAL (%d)", err);
+	T_OK(!t_create(pd, &a, &err) && err == EINVAL, "no GRH on RoCE -> EINVAL (%d)", err);
 	a.is_global = 1;
 	gid_v4(&a.grh.dgid, "127.0.0.1");
 	a.grh.sgid_index = 0;
 	a.grh.hop_limit = 64;
 	a.port_num = 2;
-	CHECK(!t_create(pd, &a, &err) && err == EINVAL, "port 2 -> EINVAL (%d)", err);
+	T_OK(!t_create(pd, &a, &err) && err == EINVAL, "port 2 -> EINVAL (%d)", err);
 	a.port_num = 1;
 	a.grh.sgid_index = (uint8_t)port.gid_tbl_len;
-	CHECK(!t_create(pd, &a, &err) && err == EINVAL, "sgid_index past the table -> EINVAL (%d)", err);
+	T_OK(!t_create(pd, &a, &err) && err == EINVAL, "sgid_index past the table -> EINVAL (%d)", err);
 	a.grh.sgid_index = 0;
 	ah = t_create(pd, &a, &err);
-	CHECK(ah && ah->pd == pd && ah->context == ctx, "GRH, port 1, sgid 0 -> AH (%d)", err);
+	T_OK(ah && ah->pd == pd && ah->context == ctx, "GRH, port 1, sgid 0 -> AH (%d)", err);
 	gid_v4(&a.grh.dgid, "239.1.2.3");
 	ah2 = t_create(pd, &a, &err);
-	CHECK(ah2 != NULL, "AH to an IPv4 multicast group (%d)", err);
-	CHECK(ibv_dealloc_pd(pd) == EBUSY, "dealloc PD with AHs -> EBUSY");
-	CHECK(ibv_destroy_ah(ah) == 0 && ibv_destroy_ah(ah2) == 0, "destroy both AHs");
+	T_OK(ah2 != NULL, "AH to an IPv4 multicast group (%d)", err);
+	T_OK(ibv_dealloc_pd(pd) == EBUSY, "dealloc PD with AHs -> EBUSY");
+	T_OK(ibv_destroy_ah(ah) == 0 && ibv_destroy_ah(ah2) == 0, "destroy both AHs");
 
 	/* ---- init_ah_from_wc: IPv4 layout ---- */
 	memset(&wc, 0, sizeof(wc));
@@ -147,27 +128,27 @@ int main(void)
 	memset(&out, 0xa5, sizeof(out));
 	ret = ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out);
 	gid_v4(&peer, "127.0.0.2");
-	CHECK(ret == 0, "IPv4 GRH slot: init_ah_from_wc ok (%d, errno %d)", ret, errno);
-	CHECK(out.is_global == 1 && out.port_num == 1, "is_global, port 1");
-	CHECK(!memcmp(&out.grh.dgid, &peer, 16), "dgid = ::ffff:127.0.0.2 (the IPv4 source)");
-	CHECK(out.grh.sgid_index == 0, "sgid_index = GID of the IPv4 destination (%u)",
-	      out.grh.sgid_index);
-	CHECK(out.grh.hop_limit == 61 && out.grh.traffic_class == 0x28,
-	      "hop_limit = TTL, traffic_class = TOS (%u, %#x)", out.grh.hop_limit,
-	      out.grh.traffic_class);
+	T_OK(ret == 0, "IPv4 GRH slot: init_ah_from_wc ok (%d, errno %d)", ret, errno);
+	T_OK(out.is_global == 1 && out.port_num == 1, "is_global, port 1");
+	T_OK(!memcmp(&out.grh.dgid, &peer, 16), "dgid = ::ffff:127.0.0.2 (the IPv4 source)");
+	T_OK(out.grh.sgid_index == 0, "sgid_index = GID of the IPv4 destination (%u)",
+	     out.grh.sgid_index);
+	T_OK(out.grh.hop_limit == 61 && out.grh.traffic_class == 0x28,
+	     "hop_limit = TTL, traffic_class = TOS (%u, %#x)", out.grh.hop_limit,
+	     out.grh.traffic_class);
 	errno = 0;
-	CHECK(ibv_init_ah_from_wc(ctx, 2, &wc, grh, &out) == -1 && errno == EINVAL,
-	      "port 2 -> -1/EINVAL");
+	T_OK(ibv_init_ah_from_wc(ctx, 2, &wc, grh, &out) == -1 && errno == EINVAL,
+	     "port 2 -> -1/EINVAL");
 	ah = ibv_create_ah_from_wc(pd, &wc, grh, 1);
-	CHECK(ah != NULL, "create_ah_from_wc (IPv4)");
+	T_OK(ah != NULL, "create_ah_from_wc (IPv4)");
 	if (ah)
 		ibv_destroy_ah(ah);
 
 	/* A first nibble of 6 with a valid IPv4 header at offset 20: IPv4
 	 * wins (rdma-core's tie-break). */
 	slot[0] = 0x60;
-	CHECK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == 0 &&
-	      !memcmp(&out.grh.dgid, &peer, 16), "nibble 6 + valid IPv4 checksum -> IPv4");
+	T_OK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == 0 &&
+	     !memcmp(&out.grh.dgid, &peer, 16), "nibble 6 + valid IPv4 checksum -> IPv4");
 	slot[0] = 0;
 
 	/* IPv4 errors */
@@ -176,23 +157,23 @@ int main(void)
 
 		ip4_header(slot + 20, src4, mc, 64, 0);
 		errno = 0;
-		CHECK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == -1 && errno == EINVAL,
-		      "IPv4 destination multicast -> -1/EINVAL (errno %d)", errno);
+		T_OK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == -1 && errno == EINVAL,
+		     "IPv4 destination multicast -> -1/EINVAL (errno %d)", errno);
 		ip4_header(slot + 20, src4, other, 64, 0);
 		errno = 0;
-		CHECK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == -1 && errno != 0,
-		      "IPv4 destination not a local GID -> -1 (errno %d)", errno);
+		T_OK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == -1 && errno != 0,
+		     "IPv4 destination not a local GID -> -1 (errno %d)", errno);
 		errno = 0;
-		CHECK(!ibv_create_ah_from_wc(pd, &wc, grh, 1) && errno != 0,
-		      "create_ah_from_wc fails the same way");
+		T_OK(!ibv_create_ah_from_wc(pd, &wc, grh, 1) && errno != 0,
+		     "create_ah_from_wc fails the same way");
 	}
 	memset(slot, 0, sizeof(slot));
 	errno = 0;
-	CHECK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == -1 && errno == EPROTONOSUPPORT,
-	      "neither IPv6 nor IPv4 in the slot -> -1/EPROTONOSUPPORT (errno %d)", errno);
+	T_OK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == -1 && errno == EPROTONOSUPPORT,
+	     "neither IPv6 nor IPv4 in the slot -> -1/EPROTONOSUPPORT (errno %d)", errno);
 	wc.wc_flags = 0;
-	CHECK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == 0 && out.is_global == 0,
-	      "no IBV_WC_GRH: 0 and is_global 0 (as rdma-core)");
+	T_OK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == 0 && out.is_global == 0,
+	     "no IBV_WC_GRH: 0 and is_global 0 (as rdma-core)");
 	wc.wc_flags = IBV_WC_GRH;
 
 	/* ---- init_ah_from_wc: IPv6 layout ---- */
@@ -212,32 +193,31 @@ int main(void)
 		grh->sgid = src6;
 		grh->dgid = gv6;
 		ret = ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out);
-		CHECK(ret == 0, "IPv6 GRH slot: init_ah_from_wc ok (%d, errno %d)", ret, errno);
-		CHECK(out.is_global && !memcmp(&out.grh.dgid, &src6, 16),
-		      "dgid = IPv6 source");
-		CHECK(out.grh.sgid_index == v6, "sgid_index = the IPv6 GID (%u vs %d)",
-		      out.grh.sgid_index, v6);
-		CHECK(out.grh.hop_limit == 7 && out.grh.traffic_class == 0x14 &&
-		      out.grh.flow_label == 0xabcde,
-		      "hop_limit, traffic class, flow label from the IPv6 header");
+		T_OK(ret == 0, "IPv6 GRH slot: init_ah_from_wc ok (%d, errno %d)", ret, errno);
+		T_OK(out.is_global && !memcmp(&out.grh.dgid, &src6, 16),
+		     "dgid = IPv6 source");
+		T_OK(out.grh.sgid_index == v6, "sgid_index = the IPv6 GID (%u vs %d)",
+		     out.grh.sgid_index, v6);
+		T_OK(out.grh.hop_limit == 7 && out.grh.traffic_class == 0x14 &&
+		     out.grh.flow_label == 0xabcde,
+		     "hop_limit, traffic class, flow label from the IPv6 header");
 		ah = ibv_create_ah_from_wc(pd, &wc, grh, 1);
-		CHECK(ah != NULL, "create_ah_from_wc (IPv6)");
+		T_OK(ah != NULL, "create_ah_from_wc (IPv6)");
 		if (ah)
 			ibv_destroy_ah(ah);
 		grh->next_hdr = 0x1b;
 		errno = 0;
-		CHECK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == -1 &&
-		      errno == EPROTONOSUPPORT, "next header 0x1b (RoCEv1) -> EPROTONOSUPPORT");
+		T_OK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == -1 &&
+		     errno == EPROTONOSUPPORT, "next header 0x1b (RoCEv1) -> EPROTONOSUPPORT");
 		grh->next_hdr = 17;
 		grh->dgid.raw[0] = 0xff;
 		errno = 0;
-		CHECK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == -1 && errno == EINVAL,
-		      "IPv6 destination multicast -> EINVAL");
+		T_OK(ibv_init_ah_from_wc(ctx, 1, &wc, grh, &out) == -1 && errno == EINVAL,
+		     "IPv6 destination multicast -> EINVAL");
 	}
 
-	CHECK(ibv_dealloc_pd(pd) == 0, "PD free once its AHs are gone");
+	T_OK(ibv_dealloc_pd(pd) == 0, "PD free once its AHs are gone");
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
-	printf("%d/%d checks passed\n", checks - fails, checks);
-	return fails ? 1 : 0;
+	t_lo_free();
+	return t_summary();
 }

@@ -9,30 +9,7 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
-static int fails, checks;
-
-#define CHECK(cond, ...) do {                                         \
-	checks++;                                                      \
-	if (cond) {                                                    \
-		printf("ok   - " __VA_ARGS__);                         \
-	} else {                                                       \
-		fails++;                                               \
-		printf("FAIL - " __VA_ARGS__);                         \
-		printf("       (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-	}                                                              \
-	printf("\n");                                                  \
-} while (0)
-
-static struct ibv_qp *mk_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type t)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = t,
-		.cap = { .max_send_wr = 4, .max_send_sge = 1,
-			 .max_recv_wr = 4, .max_recv_sge = 1 },
-	};
-
-	return ibv_create_qp(pd, &ia);
-}
+#include "tests/lib/t_verbs.h"
 
 static int to_rts(struct ibv_qp *qp, const union ibv_gid *gid)
 {
@@ -71,7 +48,6 @@ static int to_rts(struct ibv_qp *qp, const union ibv_gid *gid)
 
 int main(void)
 {
-	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
@@ -85,31 +61,25 @@ int main(void)
 	static uint64_t buf[8];
 	int r1, r2;
 
-	setenv("SOFTRNIC_DEVICES", "lo", 1);
-	list = ibv_get_device_list(NULL);
-	ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
-	if (!ctx) {
-		printf("SKIP: no device\n");
-		return 77;
-	}
+	ctx = t_lo_open();
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
-	ud = mk_qp(pd, cq, IBV_QPT_UD);
-	uc = mk_qp(pd, cq, IBV_QPT_UC);
+	ud = t_qp_create(pd, cq, IBV_QPT_UD, 4);
+	uc = t_qp_create(pd, cq, IBV_QPT_UC, 4);
 	if (!pd || !cq || !mr || !ud || !uc || ibv_query_gid(ctx, 1, 0, &gid)) {
 		printf("FAIL: setup\n");
 		return 1;
 	}
 	r1 = to_rts(ud, &gid);
 	r2 = to_rts(uc, &gid);
-	CHECK(r1 == 0 && r2 == 0, "UD and UC QPs to RTS (%d, %d)", r1, r2);
+	T_OK(r1 == 0 && r2 == 0, "UD and UC QPs to RTS (%d, %d)", r1, r2);
 	memset(&aa, 0, sizeof(aa));
 	aa.is_global = 1;
 	aa.grh.dgid = gid;
 	aa.port_num = 1;
 	ah = ibv_create_ah(pd, &aa);
-	CHECK(ah != NULL, "AH to GID 0");
+	T_OK(ah != NULL, "AH to GID 0");
 
 	sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey };
 	memset(&wr, 0, sizeof(wr));
@@ -119,13 +89,13 @@ int main(void)
 	wr.wr.ud.remote_qpn = ud->qp_num;
 	wr.wr.ud.remote_qkey = 0x1234;
 	bad = NULL;
-	CHECK(ibv_post_send(ud, &wr, &bad) == EINVAL && bad == &wr, "UD SEND without AH -> EINVAL");
+	T_OK(ibv_post_send(ud, &wr, &bad) == EINVAL && bad == &wr, "UD SEND without AH -> EINVAL");
 	wr.wr.ud.ah = ah;
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	bad = NULL;
-	CHECK(ibv_post_send(ud, &wr, &bad) == EINVAL && bad == &wr, "UD RDMA WRITE -> EINVAL");
+	T_OK(ibv_post_send(ud, &wr, &bad) == EINVAL && bad == &wr, "UD RDMA WRITE -> EINVAL");
 	wr.opcode = IBV_WR_RDMA_READ;
-	CHECK(ibv_post_send(ud, &wr, &bad) == EINVAL, "UD RDMA READ -> EINVAL");
+	T_OK(ibv_post_send(ud, &wr, &bad) == EINVAL, "UD RDMA READ -> EINVAL");
 
 	memset(&wr, 0, sizeof(wr));
 	wr.sg_list = &sge;
@@ -134,21 +104,20 @@ int main(void)
 	wr.wr.rdma.remote_addr = (uintptr_t)buf;
 	wr.wr.rdma.rkey = mr->rkey;
 	bad = NULL;
-	CHECK(ibv_post_send(uc, &wr, &bad) == EINVAL && bad == &wr, "UC RDMA READ -> EINVAL");
+	T_OK(ibv_post_send(uc, &wr, &bad) == EINVAL && bad == &wr, "UC RDMA READ -> EINVAL");
 	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 	wr.wr.atomic.remote_addr = (uintptr_t)buf;
 	wr.wr.atomic.rkey = mr->rkey;
-	CHECK(ibv_post_send(uc, &wr, &bad) == EINVAL, "UC FETCH_AND_ADD -> EINVAL");
+	T_OK(ibv_post_send(uc, &wr, &bad) == EINVAL, "UC FETCH_AND_ADD -> EINVAL");
 	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-	CHECK(ibv_post_send(uc, &wr, &bad) == EINVAL, "UC CMP_AND_SWP -> EINVAL");
+	T_OK(ibv_post_send(uc, &wr, &bad) == EINVAL, "UC CMP_AND_SWP -> EINVAL");
 
-	CHECK(ibv_destroy_qp(ud) == 0 && ibv_destroy_qp(uc) == 0, "destroy QPs");
-	CHECK(ibv_destroy_ah(ah) == 0, "destroy AH");
+	T_OK(ibv_destroy_qp(ud) == 0 && ibv_destroy_qp(uc) == 0, "destroy QPs");
+	T_OK(ibv_destroy_ah(ah) == 0, "destroy AH");
 	ibv_dereg_mr(mr);
 	ibv_destroy_cq(cq);
-	CHECK(ibv_dealloc_pd(pd) == 0, "PD free");
+	T_OK(ibv_dealloc_pd(pd) == 0, "PD free");
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
-	printf("%d/%d checks passed\n", checks - fails, checks);
-	return fails ? 1 : 0;
+	t_lo_free();
+	return t_summary();
 }

@@ -20,55 +20,18 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-static int fails, checks;
-
-#define CHECK(cond, ...) do {                                         \
-	checks++;                                                      \
-	if (cond) {                                                    \
-		printf("ok   - " __VA_ARGS__);                         \
-	} else {                                                       \
-		fails++;                                               \
-		printf("FAIL - " __VA_ARGS__);                         \
-		printf("       (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-	}                                                              \
-	printf("\n");                                                  \
-} while (0)
+#include "tests/lib/t_verbs.h"
 
 /* RC QP looped back to itself on GID 0 of port 1. */
 static int connect_self(struct ibv_qp *qp, struct ibv_context *ctx)
 {
-	struct ibv_qp_attr a;
+	struct t_rc_attr r = { .access = IBV_ACCESS_REMOTE_WRITE, .dest_qpn = qp->qp_num,
+			       .hop_limit = 64, .min_rnr_timer = 12, .rd_atomic = 1,
+			       .timeout = 14 };
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
+	if (ibv_query_gid(ctx, 1, 0, &r.dgid))
 		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	if (ibv_query_gid(ctx, 1, 0, &a.ah_attr.grh.dgid))
-		return -1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) ? -1 : 0;
+	return t_qp_rc_connect(qp, &r) ? -1 : 0;
 }
 
 struct waiter {
@@ -127,7 +90,7 @@ static void t_cq_overrun(struct ibv_context *ctx)
 			break;
 		posted++;
 	}
-	CHECK(posted > cq->cqe, "posted %d signalled WRITEs to a CQ of %d", posted, cq->cqe);
+	T_OK(posted > cq->cqe, "posted %d signalled WRITEs to a CQ of %d", posted, cq->cqe);
 	/* Never polling the CQ: the engine completes the WRITEs on its own,
 	 * and wakes the thread blocked in ibv_get_async_event. */
 	{
@@ -141,13 +104,13 @@ static void t_cq_overrun(struct ibv_context *ctx)
 			pthread_join(th, NULL);
 		}
 	}
-	CHECK(joined && w.ret == 0, "blocked ibv_get_async_event woke up with an event");
+	T_OK(joined && w.ret == 0, "blocked ibv_get_async_event woke up with an event");
 	ev = w.ev;
-	CHECK(ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq,
-	      "event is IBV_EVENT_CQ_ERR on our CQ (type %d)", ev.event_type);
+	T_OK(ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq,
+	     "event is IBV_EVENT_CQ_ERR on our CQ (type %d)", ev.event_type);
 	if (ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq) {
 		ibv_ack_async_event(&ev);
-		CHECK(cq->async_events_completed == 1, "ack counted on the CQ");
+		T_OK(cq->async_events_completed == 1, "ack counted on the CQ");
 	}
 	/* Drain what else the overrun may legitimately raise (QP events). */
 	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
@@ -155,8 +118,8 @@ static void t_cq_overrun(struct ibv_context *ctx)
 		printf("       (then event type %d)\n", ev.event_type);
 		ibv_ack_async_event(&ev);
 	}
-	CHECK(errno == EAGAIN, "drained: -1/EAGAIN");
-	CHECK(poll(&pfd, 1, 0) == 0, "async_fd not readable once the queue is empty");
+	T_OK(errno == EAGAIN, "drained: -1/EAGAIN");
+	T_OK(poll(&pfd, 1, 0) == 0, "async_fd not readable once the queue is empty");
 out:
 	if (qp)
 		ibv_destroy_qp(qp);
@@ -170,46 +133,40 @@ out:
 
 int main(void)
 {
-	struct ibv_device **list;
+	struct ibv_device *dev;
 	struct ibv_context *ctx;
 	struct ibv_async_event ev;
 	struct pollfd pfd;
 	struct epoll_event ee = { .events = EPOLLIN }, out;
 	int ep, fl;
 
-	setenv("SOFTRNIC_DEVICES", "lo", 1);
-	list = ibv_get_device_list(NULL);
-	if (!list || !list[0]) {
-		printf("SKIP: no device\n");
-		return 77;
-	}
-	ctx = ibv_open_device(list[0]);
-	CHECK(ctx != NULL, "open %s", ibv_get_device_name(list[0]));
+	dev = t_lo_device();
+	ctx = ibv_open_device(dev);
+	T_OK(ctx != NULL, "open %s", ibv_get_device_name(dev));
 	if (!ctx)
 		return 1;
 	fl = fcntl(ctx->async_fd, F_GETFL);
-	CHECK(fl >= 0, "async_fd is a valid descriptor");
-	CHECK(!(fl & O_NONBLOCK), "async_fd is blocking until the application says otherwise");
+	T_OK(fl >= 0, "async_fd is a valid descriptor");
+	T_OK(!(fl & O_NONBLOCK), "async_fd is blocking until the application says otherwise");
 	pfd.fd = ctx->async_fd;
 	pfd.events = POLLIN;
-	CHECK(poll(&pfd, 1, 50) == 0, "async_fd not readable without events");
+	T_OK(poll(&pfd, 1, 50) == 0, "async_fd not readable without events");
 	ep = epoll_create1(EPOLL_CLOEXEC);
-	CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, ctx->async_fd, &ee) == 0, "epoll accepts async_fd");
-	CHECK(epoll_wait(ep, &out, 1, 20) == 0, "epoll: nothing pending");
+	T_OK(epoll_ctl(ep, EPOLL_CTL_ADD, ctx->async_fd, &ee) == 0, "epoll accepts async_fd");
+	T_OK(epoll_wait(ep, &out, 1, 20) == 0, "epoll: nothing pending");
 	close(ep);
-	CHECK(fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0, "set O_NONBLOCK");
+	T_OK(fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0, "set O_NONBLOCK");
 	errno = 0;
-	CHECK(ibv_get_async_event(ctx, &ev) == -1 && errno == EAGAIN,
-	      "non-blocking ibv_get_async_event with no event -> -1/EAGAIN");
+	T_OK(ibv_get_async_event(ctx, &ev) == -1 && errno == EAGAIN,
+	     "non-blocking ibv_get_async_event with no event -> -1/EAGAIN");
 	memset(&ev, 0, sizeof(ev));
 	ev.event_type = IBV_EVENT_PORT_ACTIVE;
 	ev.element.port_num = 1;
 	ibv_ack_async_event(&ev);
-	CHECK(1, "acking a port event is harmless");
-	CHECK(fcntl(ctx->async_fd, F_SETFL, fl) == 0, "back to blocking");
+	T_OK(1, "acking a port event is harmless");
+	T_OK(fcntl(ctx->async_fd, F_SETFL, fl) == 0, "back to blocking");
 	t_cq_overrun(ctx);
-	CHECK(ibv_close_device(ctx) == 0, "close");
-	ibv_free_device_list(list);
-	printf("%d checks, %d failed\n", checks, fails);
-	return fails ? 1 : 0;
+	T_OK(ibv_close_device(ctx) == 0, "close");
+	t_lo_free();
+	return t_summary();
 }

@@ -11,10 +11,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+#include "tests/lib/t_verbs.h"
 
 #define NPROC 8
 #define MSG 64
@@ -25,78 +26,50 @@ struct board {
 	uint32_t rkey[NPROC];
 	uint64_t addr[NPROC];
 	union ibv_gid gid;
-	int failed;
 };
 
 static struct board *b;
 
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "proc %d: FAIL %s:%d: ", me, __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fprintf(stderr, "\n");                               \
-			b->failed = 1;                                       \
-			exit(1);                                             \
-		}                                                            \
-	} while (0)
-
 static int me;
 
+/* srn_lo opened, or NULL. */
 static struct ibv_context *open_lo(void)
 {
-	int n;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	struct ibv_context *ctx = NULL;
+	struct ibv_device *dev = t_lo_find();
 
-	for (int i = 0; l && i < n; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), "srn_lo"))
-			ctx = ibv_open_device(l[i]);
-	if (l)
-		ibv_free_device_list(l);
-	return ctx;
-}
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
+	return dev ? ibv_open_device(dev) : NULL;
 }
 
 static void wait_wcs(struct ibv_cq *cq, int want, enum ibv_wc_opcode op)
 {
-	struct ibv_wc wc[16];
-	int got = 0;
-	double end = now() + 20;
+	struct ibv_wc wc[NPROC];
+	int got;
 
-	while (got < want) {
-		int n = ibv_poll_cq(cq, want - got < 16 ? want - got : 16, wc);
-		CHECK(n >= 0, "poll_cq %d", n);
-		for (int i = 0; i < n; i++) {
-			CHECK(wc[i].status == IBV_WC_SUCCESS, "wc status %s",
-			      ibv_wc_status_str(wc[i].status));
-			CHECK(wc[i].opcode == op, "wc opcode %d want %d", wc[i].opcode, op);
-		}
-		got += n;
-		CHECK(now() < end, "timed out with %d of %d completions", got, want);
+	T_ASSERT(want <= NPROC, "want %d", want);
+	got = t_poll_cq(cq, wc, want, 20000);
+	T_ASSERT(got == want, "poll_cq: %d of %d completions in 20 s", got, want);
+	for (int i = 0; i < got; i++) {
+		T_ASSERT(wc[i].status == IBV_WC_SUCCESS, "wc status %s",
+			 ibv_wc_status_str(wc[i].status));
+		T_ASSERT(wc[i].opcode == op, "wc opcode %d want %d", wc[i].opcode, op);
 	}
 }
 
 static void child(void)
 {
+	t_set_tag("proc %d", me);
 	struct ibv_context *ctx = open_lo();
-	CHECK(ctx, "open srn_lo: %s", strerror(errno));
+	T_ASSERT(ctx, "open srn_lo: %s", strerror(errno));
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	CHECK(pd, "alloc_pd");
+	T_ASSERT(pd, "alloc_pd");
 	size_t sz = 2 * NPROC * MSG;
 	char *buf = calloc(1, sz);
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sz, IBV_ACCESS_LOCAL_WRITE |
 				       IBV_ACCESS_REMOTE_WRITE);
-	CHECK(mr, "reg_mr");
+	T_ASSERT(mr, "reg_mr");
 	struct ibv_cq *scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	struct ibv_cq *rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	CHECK(scq && rcq, "create_cq");
+	T_ASSERT(scq && rcq, "create_cq");
 	struct ibv_qp *qp[NPROC] = { 0 };
 	for (int j = 0; j < NPROC; j++) {
 		if (j == me)
@@ -105,41 +78,27 @@ static void child(void)
 			.qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 4,
 			.max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
 		qp[j] = ibv_create_qp(pd, &ia);
-		CHECK(qp[j], "create_qp: %s", strerror(errno));
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-		CHECK(!ibv_modify_qp(qp[j], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), "INIT");
+		T_ASSERT(qp[j], "create_qp: %s", strerror(errno));
+		struct t_rc_attr r = { .access = IBV_ACCESS_REMOTE_WRITE };
+		T_ASSERT(!t_qp_rc_init(qp[j], &r), "INIT");
 		b->qpn[me][j] = qp[j]->qp_num;
 	}
 	b->rkey[me] = mr->rkey;
 	b->addr[me] = (uintptr_t)buf;
 	if (me == 0)
-		CHECK(!ibv_query_gid(ctx, 1, 0, &b->gid), "query_gid");
+		T_ASSERT(!ibv_query_gid(ctx, 1, 0, &b->gid), "query_gid");
 	pthread_barrier_wait(&b->barrier);
 
 	for (int j = 0; j < NPROC; j++) {
 		if (j == me)
 			continue;
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-			.dest_qp_num = b->qpn[j][me], .rq_psn = 0, .max_dest_rd_atomic = 1,
-			.min_rnr_timer = 1, .ah_attr = { .is_global = 1, .port_num = 1,
-			.grh = { .dgid = b->gid, .hop_limit = 1 } } };
-		CHECK(!ibv_modify_qp(qp[j], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				     IBV_QP_MIN_RNR_TIMER), "RTR");
-		a.qp_state = IBV_QPS_RTS;
-		a.sq_psn = 0;
-		a.timeout = 14;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.max_rd_atomic = 1;
-		CHECK(!ibv_modify_qp(qp[j], &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				     IBV_QP_MAX_QP_RD_ATOMIC), "RTS");
+		struct t_rc_attr r = { .dest_qpn = b->qpn[j][me], .dgid = b->gid, .hop_limit = 1,
+				       .min_rnr_timer = 1, .rd_atomic = 1, .timeout = 14 };
+		T_ASSERT(!t_qp_rc_rtr(qp[j], &r), "RTR");
+		T_ASSERT(!t_qp_rc_rts(qp[j], &r), "RTS");
 		struct ibv_sge sge = { (uintptr_t)buf + j * MSG, MSG, mr->lkey };
 		struct ibv_recv_wr rw = { .wr_id = j, .sg_list = &sge, .num_sge = 1 }, *bad;
-		CHECK(!ibv_post_recv(qp[j], &rw, &bad), "post_recv");
+		T_ASSERT(!ibv_post_recv(qp[j], &rw, &bad), "post_recv");
 	}
 	pthread_barrier_wait(&b->barrier);
 
@@ -150,7 +109,7 @@ static void child(void)
 		snprintf(out[j][0], MSG, "send %d->%d", me, j);
 		snprintf(out[j][1], MSG, "write %d->%d", me, j);
 		struct ibv_mr *omr = ibv_reg_mr(pd, out[j], sizeof(out[j]), 0);
-		CHECK(omr, "reg out");
+		T_ASSERT(omr, "reg out");
 		struct ibv_sge s0 = { (uintptr_t)out[j][0], MSG, omr->lkey };
 		struct ibv_sge s1 = { (uintptr_t)out[j][1], MSG, omr->lkey };
 		struct ibv_send_wr w1 = { .wr_id = 100 + j, .sg_list = &s1, .num_sge = 1,
@@ -159,10 +118,10 @@ static void child(void)
 		struct ibv_send_wr w0 = { .wr_id = j, .sg_list = &s0, .num_sge = 1,
 			.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED, .next = &w1 };
 		struct ibv_send_wr *bad;
-		CHECK(!ibv_post_send(qp[j], &w0, &bad), "post_send");
+		T_ASSERT(!ibv_post_send(qp[j], &w0, &bad), "post_send");
 		wait_wcs(scq, 1, IBV_WC_SEND);
 		wait_wcs(scq, 1, IBV_WC_RDMA_WRITE);
-		CHECK(!ibv_dereg_mr(omr), "dereg out");
+		T_ASSERT(!ibv_dereg_mr(omr), "dereg out");
 	}
 	wait_wcs(rcq, NPROC - 1, IBV_WC_RECV);
 	pthread_barrier_wait(&b->barrier);
@@ -171,17 +130,17 @@ static void child(void)
 			continue;
 		char want[MSG];
 		snprintf(want, MSG, "send %d->%d", j, me);
-		CHECK(!strcmp(buf + j * MSG, want), "send data from %d: '%s'", j, buf + j * MSG);
+		T_ASSERT(!strcmp(buf + j * MSG, want), "send data from %d: '%s'", j, buf + j * MSG);
 		snprintf(want, MSG, "write %d->%d", j, me);
-		CHECK(!strcmp(buf + (NPROC + j) * MSG, want), "write data from %d", j);
+		T_ASSERT(!strcmp(buf + (NPROC + j) * MSG, want), "write data from %d", j);
 	}
 	pthread_barrier_wait(&b->barrier);
 	for (int j = 0; j < NPROC; j++)
 		if (qp[j])
-			CHECK(!ibv_destroy_qp(qp[j]), "destroy_qp");
-	CHECK(!ibv_destroy_cq(scq) && !ibv_destroy_cq(rcq), "destroy_cq");
-	CHECK(!ibv_dereg_mr(mr) && !ibv_dealloc_pd(pd), "dereg/dealloc");
-	CHECK(!ibv_close_device(ctx), "close");
+			T_ASSERT(!ibv_destroy_qp(qp[j]), "destroy_qp");
+	T_ASSERT(!ibv_destroy_cq(scq) && !ibv_destroy_cq(rcq), "destroy_cq");
+	T_ASSERT(!ibv_dereg_mr(mr) && !ibv_dealloc_pd(pd), "dereg/dealloc");
+	T_ASSERT(!ibv_close_device(ctx), "close");
 	free(buf);
 	exit(0);
 }
@@ -209,11 +168,7 @@ static void doomed(int fd)
 
 int main(void)
 {
-	struct ibv_context *probe = open_lo();
-	if (!probe) {
-		printf("SKIP: srn_lo not available\n");
-		return 77;
-	}
+	struct ibv_context *probe = t_lo_open();
 	ibv_close_device(probe);
 
 	int p[2];
@@ -223,15 +178,12 @@ int main(void)
 	if (d == 0)
 		doomed(p[1]);
 	char ok = 0;
-	if (read(p[0], &ok, 1) != 1 || !ok) {
-		fprintf(stderr, "FAIL: doomed process could not create its QPs\n");
-		kill(d, SIGKILL);
-		waitpid(d, NULL, 0);
-		return 1;
-	}
+	int held = read(p[0], &ok, 1) == 1 && ok;
 	kill(d, SIGKILL);
 	waitpid(d, NULL, 0);
-	printf("ok   - a process holding 16 QPs was SIGKILLed\n");
+	T_OK(held, "a process created 16 QPs and was SIGKILLed");
+	if (!held)
+		return t_summary();
 
 	b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (b == MAP_FAILED)
@@ -269,9 +221,7 @@ int main(void)
 			if (x && x == y)
 				dup++;
 		}
-	printf("%s - %d processes, all-to-all RC SEND + WRITE, data verified\n",
-	       fails ? "FAIL" : "ok  ", NPROC);
-	printf("%s - QPNs unique across processes (%d duplicates)\n", dup ? "FAIL" : "ok  ", dup);
-	printf("%d passed, %d failed\n", 3 - !!fails - !!dup, !!fails + !!dup);
-	return fails || dup;
+	T_OK(!fails, "%d processes, all-to-all RC SEND + WRITE, data verified", NPROC);
+	T_OK(!dup, "QPNs unique across processes (%d duplicates)", dup);
+	return t_summary();
 }

@@ -10,19 +10,7 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
-static int fails, checks;
-
-#define CHECK(cond, ...) do {                                         \
-	checks++;                                                      \
-	if (cond) {                                                    \
-		printf("ok   - " __VA_ARGS__);                         \
-	} else {                                                       \
-		fails++;                                               \
-		printf("FAIL - " __VA_ARGS__);                         \
-		printf("       (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-	}                                                              \
-	printf("\n");                                                  \
-} while (0)
+#include "tests/lib/t_verbs.h"
 
 static struct ibv_cq *cq;
 
@@ -52,7 +40,6 @@ static int create_err(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 
 int main(void)
 {
-	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_device_attr da;
 	struct ibv_pd *pd;
@@ -63,19 +50,9 @@ int main(void)
 	struct ibv_qp_ex *qx;
 	int i, j, dup;
 
-	setenv("SOFTRNIC_DEVICES", "lo", 1);
-	list = ibv_get_device_list(NULL);
-	if (!list || !list[0]) {
-		printf("SKIP: no device\n");
-		return 77;
-	}
-	ctx = ibv_open_device(list[0]);
-	if (!ctx) {
-		printf("SKIP: ibv_open_device: %s\n", strerror(errno));
-		return 77;
-	}
-	CHECK(ibv_query_device(ctx, &da) == 0, "query_device (max_qp_wr %d, max_sge %d)",
-	      da.max_qp_wr, da.max_sge);
+	ctx = t_lo_open();
+	T_OK(ibv_query_device(ctx, &da) == 0, "query_device (max_qp_wr %d, max_sge %d)",
+	     da.max_qp_wr, da.max_sge);
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	if (!pd || !cq)
@@ -83,64 +60,64 @@ int main(void)
 
 	ia = base();
 	ia.cap.max_send_wr = da.max_qp_wr + 1;
-	CHECK(create_err(pd, &ia) == EINVAL, "max_send_wr above max_qp_wr -> EINVAL");
+	T_OK(create_err(pd, &ia) == EINVAL, "max_send_wr above max_qp_wr -> EINVAL");
 	ia = base();
 	ia.cap.max_recv_wr = da.max_qp_wr + 1;
-	CHECK(create_err(pd, &ia) == EINVAL, "max_recv_wr above max_qp_wr -> EINVAL");
+	T_OK(create_err(pd, &ia) == EINVAL, "max_recv_wr above max_qp_wr -> EINVAL");
 	ia = base();
 	ia.cap.max_send_sge = da.max_sge + 1;
-	CHECK(create_err(pd, &ia) == EINVAL, "max_send_sge above max_sge -> EINVAL");
+	T_OK(create_err(pd, &ia) == EINVAL, "max_send_sge above max_sge -> EINVAL");
 	ia = base();
 	ia.cap.max_recv_sge = da.max_sge + 1;
-	CHECK(create_err(pd, &ia) == EINVAL, "max_recv_sge above max_sge -> EINVAL");
+	T_OK(create_err(pd, &ia) == EINVAL, "max_recv_sge above max_sge -> EINVAL");
 	ia = base();
 	ia.cap.max_inline_data = 257;
-	CHECK(create_err(pd, &ia) == EINVAL, "max_inline_data 257 -> EINVAL");
+	T_OK(create_err(pd, &ia) == EINVAL, "max_inline_data 257 -> EINVAL");
 	ia = base();
 	ia.send_cq = NULL;
-	CHECK(create_err(pd, &ia) == EINVAL, "no send CQ -> EINVAL");
+	T_OK(create_err(pd, &ia) == EINVAL, "no send CQ -> EINVAL");
 	ia = base();
 	ia.recv_cq = NULL;
-	CHECK(create_err(pd, &ia) == EINVAL, "no recv CQ (no SRQ) -> EINVAL");
+	T_OK(create_err(pd, &ia) == EINVAL, "no recv CQ (no SRQ) -> EINVAL");
 	ia = base();
 	ia.qp_type = IBV_QPT_RAW_PACKET;
-	CHECK(create_err(pd, &ia) == EOPNOTSUPP, "raw packet QP -> EOPNOTSUPP");
+	T_OK(create_err(pd, &ia) == EOPNOTSUPP, "raw packet QP -> EOPNOTSUPP");
 	ia = base();
 	ia.qp_type = IBV_QPT_UD;
-	CHECK(create_err(pd, &ia) == 0, "UD QP");
+	T_OK(create_err(pd, &ia) == 0, "UD QP");
 	ia = base();
 	ia.qp_type = IBV_QPT_UC;
-	CHECK(create_err(pd, &ia) == 0, "UC QP");
+	T_OK(create_err(pd, &ia) == 0, "UC QP");
 
 	ia = base();
 	ia.sq_sig_all = 1;
 	ia.qp_context = &ia;
 	qp = ibv_create_qp(pd, &ia);
-	CHECK(qp != NULL, "RC QP");
+	T_OK(qp != NULL, "RC QP");
 	if (!qp)
 		return 1;
-	CHECK(ia.cap.max_send_wr >= 10 && ia.cap.max_recv_wr >= 20 && ia.cap.max_send_sge >= 3 &&
-	      ia.cap.max_recv_sge >= 2 && ia.cap.max_inline_data >= 64,
-	      "granted caps written back: wr %u/%u sge %u/%u inline %u", ia.cap.max_send_wr,
-	      ia.cap.max_recv_wr, ia.cap.max_send_sge, ia.cap.max_recv_sge, ia.cap.max_inline_data);
-	CHECK(qp->state == IBV_QPS_RESET && qp->qp_type == IBV_QPT_RC && qp->pd == pd &&
-	      qp->send_cq == cq && qp->recv_cq == cq && qp->context == ctx &&
-	      qp->qp_context == &ia, "ibv_qp fields");
-	CHECK(qp->qp_num > 1 && qp->qp_num <= 0xffffff, "QPN 0x%x is 24-bit and not QP0/QP1", qp->qp_num);
+	T_OK(ia.cap.max_send_wr >= 10 && ia.cap.max_recv_wr >= 20 && ia.cap.max_send_sge >= 3 &&
+	     ia.cap.max_recv_sge >= 2 && ia.cap.max_inline_data >= 64,
+	     "granted caps written back: wr %u/%u sge %u/%u inline %u", ia.cap.max_send_wr,
+	     ia.cap.max_recv_wr, ia.cap.max_send_sge, ia.cap.max_recv_sge, ia.cap.max_inline_data);
+	T_OK(qp->state == IBV_QPS_RESET && qp->qp_type == IBV_QPT_RC && qp->pd == pd &&
+	     qp->send_cq == cq && qp->recv_cq == cq && qp->context == ctx &&
+	     qp->qp_context == &ia, "ibv_qp fields");
+	T_OK(qp->qp_num > 1 && qp->qp_num <= 0xffffff, "QPN 0x%x is 24-bit and not QP0/QP1", qp->qp_num);
 	memset(&qa, 0xff, sizeof(qa));
 	memset(&qia, 0, sizeof(qia));
-	CHECK(ibv_query_qp(qp, &qa, IBV_QP_STATE | IBV_QP_CAP, &qia) == 0, "query_qp");
-	CHECK(qa.qp_state == IBV_QPS_RESET && qa.cap.max_send_wr == ia.cap.max_send_wr &&
-	      qa.cap.max_inline_data == ia.cap.max_inline_data, "query: state and caps");
-	CHECK(qia.qp_type == IBV_QPT_RC && qia.sq_sig_all == 1 && qia.send_cq == cq &&
-	      qia.recv_cq == cq && qia.cap.max_recv_sge == ia.cap.max_recv_sge &&
-	      qia.qp_context == &ia, "query: init_attr");
+	T_OK(ibv_query_qp(qp, &qa, IBV_QP_STATE | IBV_QP_CAP, &qia) == 0, "query_qp");
+	T_OK(qa.qp_state == IBV_QPS_RESET && qa.cap.max_send_wr == ia.cap.max_send_wr &&
+	     qa.cap.max_inline_data == ia.cap.max_inline_data, "query: state and caps");
+	T_OK(qia.qp_type == IBV_QPT_RC && qia.sq_sig_all == 1 && qia.send_cq == cq &&
+	     qia.recv_cq == cq && qia.cap.max_recv_sge == ia.cap.max_recv_sge &&
+	     qia.qp_context == &ia, "query: init_attr");
 	qx = ibv_qp_to_qp_ex(qp);
-	CHECK(qx && &qx->qp_base == qp && qx->wr_start && qx->wr_complete && qx->wr_send &&
-	      qx->wr_set_sge, "ibv_qp_to_qp_ex gives the wr_* entry points");
-	CHECK(ibv_dealloc_pd(pd) == EBUSY, "PD busy while the QP exists");
-	CHECK(ibv_destroy_cq(cq) == EBUSY, "CQ busy while the QP exists");
-	CHECK(ibv_destroy_qp(qp) == 0, "destroy_qp");
+	T_OK(qx && &qx->qp_base == qp && qx->wr_start && qx->wr_complete && qx->wr_send &&
+	     qx->wr_set_sge, "ibv_qp_to_qp_ex gives the wr_* entry points");
+	T_OK(ibv_dealloc_pd(pd) == EBUSY, "PD busy while the QP exists");
+	T_OK(ibv_destroy_cq(cq) == EBUSY, "CQ busy while the QP exists");
+	T_OK(ibv_destroy_qp(qp) == 0, "destroy_qp");
 
 	for (i = 0; i < 10; i++) {
 		ia = base();
@@ -151,7 +128,7 @@ int main(void)
 		for (j = 0; j < i; j++)
 			if (!qps[i] || (qps[j] && qps[i]->qp_num == qps[j]->qp_num))
 				dup++;
-	CHECK(dup == 0, "10 QPs, 10 distinct QPNs");
+	T_OK(dup == 0, "10 QPs, 10 distinct QPNs");
 	for (i = 0; i < 10; i++)
 		if (qps[i])
 			ibv_destroy_qp(qps[i]);
@@ -170,32 +147,31 @@ int main(void)
 	ix.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
 			    IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	qp = ibv_create_qp_ex(ctx, &ix);
-	CHECK(qp != NULL, "create_qp_ex with send_ops_flags");
+	T_OK(qp != NULL, "create_qp_ex with send_ops_flags");
 	if (qp) {
 		qx = ibv_qp_to_qp_ex(qp);
-		CHECK(qx && qx->wr_rdma_write && qx->wr_atomic_fetch_add, "qp_ex ops filled");
+		T_OK(qx && qx->wr_rdma_write && qx->wr_atomic_fetch_add, "qp_ex ops filled");
 		ibv_destroy_qp(qp);
 	}
 	ix.send_ops_flags = IBV_QP_EX_WITH_LOCAL_INV;
 	errno = 0;
-	CHECK(!ibv_create_qp_ex(ctx, &ix) && errno == EOPNOTSUPP, "LOCAL_INV op -> EOPNOTSUPP");
+	T_OK(!ibv_create_qp_ex(ctx, &ix) && errno == EOPNOTSUPP, "LOCAL_INV op -> EOPNOTSUPP");
 	ix.qp_type = IBV_QPT_UD;
 	ix.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
 	errno = 0;
-	CHECK(!ibv_create_qp_ex(ctx, &ix) && errno == EOPNOTSUPP, "RDMA WRITE on UD -> EOPNOTSUPP");
+	T_OK(!ibv_create_qp_ex(ctx, &ix) && errno == EOPNOTSUPP, "RDMA WRITE on UD -> EOPNOTSUPP");
 	ix.qp_type = IBV_QPT_RC;
 	ix.send_ops_flags = IBV_QP_EX_WITH_SEND;
 	ix.comp_mask = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	errno = 0;
-	CHECK(!ibv_create_qp_ex(ctx, &ix) && errno == EINVAL, "create_qp_ex without a PD -> EINVAL");
+	T_OK(!ibv_create_qp_ex(ctx, &ix) && errno == EINVAL, "create_qp_ex without a PD -> EINVAL");
 	ix.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
 	errno = 0;
-	CHECK(!ibv_create_qp_ex(ctx, &ix) && errno == EOPNOTSUPP, "TSO header -> EOPNOTSUPP");
+	T_OK(!ibv_create_qp_ex(ctx, &ix) && errno == EOPNOTSUPP, "TSO header -> EOPNOTSUPP");
 
-	CHECK(ibv_destroy_cq(cq) == 0, "CQ free again");
-	CHECK(ibv_dealloc_pd(pd) == 0, "PD free again");
+	T_OK(ibv_destroy_cq(cq) == 0, "CQ free again");
+	T_OK(ibv_dealloc_pd(pd) == 0, "PD free again");
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
-	printf("%d checks, %d failed\n", checks, fails);
-	return fails ? 1 : 0;
+	t_lo_free();
+	return t_summary();
 }

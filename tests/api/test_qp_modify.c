@@ -9,19 +9,7 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
-static int fails, checks;
-
-#define CHECK(cond, ...) do {                                         \
-	checks++;                                                      \
-	if (cond) {                                                    \
-		printf("ok   - " __VA_ARGS__);                         \
-	} else {                                                       \
-		fails++;                                               \
-		printf("FAIL - " __VA_ARGS__);                         \
-		printf("       (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-	}                                                              \
-	printf("\n");                                                  \
-} while (0)
+#include "tests/lib/t_verbs.h"
 
 static union ibv_gid gid0;
 
@@ -92,7 +80,6 @@ static void to_rts(struct ibv_qp_attr *a, enum ibv_qp_type t, int *mask)
 
 int main(void)
 {
-	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
@@ -105,142 +92,129 @@ int main(void)
 	enum ibv_qp_type types[] = { IBV_QPT_UC, IBV_QPT_UD };
 	int mask, t;
 
-	setenv("SOFTRNIC_DEVICES", "lo", 1);
-	list = ibv_get_device_list(NULL);
-	if (!list || !list[0]) {
-		printf("SKIP: no device\n");
-		return 77;
-	}
-	ctx = ibv_open_device(list[0]);
-	if (!ctx) {
-		printf("SKIP: ibv_open_device: %s\n", strerror(errno));
-		return 77;
-	}
-	if (ibv_query_gid(ctx, 1, 0, &gid0)) {
-		printf("SKIP: no GID 0\n");
-		return 77;
-	}
+	ctx = t_lo_open();
+	if (ibv_query_gid(ctx, 1, 0, &gid0))
+		t_skip("no GID 0");
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	ia.send_cq = cq;
 	ia.recv_cq = cq;
 	qp = ibv_create_qp(pd, &ia);
-	CHECK(qp != NULL, "RC QP");
+	T_OK(qp != NULL, "RC QP");
 	if (!qp)
 		return 1;
 
 	a.qp_state = IBV_QPS_ERR;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL && state_of(qp, &q) == IBV_QPS_RESET,
-	      "RESET->ERR is not a transition (as Linux)");
+	T_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL && state_of(qp, &q) == IBV_QPS_RESET,
+	     "RESET->ERR is not a transition (as Linux)");
 	a.qp_state = IBV_QPS_RTR;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL, "RESET->RTR refused");
+	T_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL, "RESET->RTR refused");
 
 	to_init(&a, IBV_QPT_RC, &mask);
-	CHECK(ibv_modify_qp(qp, &a, mask & ~IBV_QP_ACCESS_FLAGS) == EINVAL &&
-	      state_of(qp, &q) == IBV_QPS_RESET, "RESET->INIT without ACCESS_FLAGS: EINVAL, still RESET");
+	T_OK(ibv_modify_qp(qp, &a, mask & ~IBV_QP_ACCESS_FLAGS) == EINVAL &&
+	     state_of(qp, &q) == IBV_QPS_RESET, "RESET->INIT without ACCESS_FLAGS: EINVAL, still RESET");
 	a.port_num = 2;
-	CHECK(ibv_modify_qp(qp, &a, mask) == EINVAL && state_of(qp, &q) == IBV_QPS_RESET,
-	      "port 2 -> EINVAL");
+	T_OK(ibv_modify_qp(qp, &a, mask) == EINVAL && state_of(qp, &q) == IBV_QPS_RESET,
+	     "port 2 -> EINVAL");
 	a.port_num = 1;
-	CHECK(ibv_modify_qp(qp, &a, mask) == 0 && qp->state == IBV_QPS_INIT &&
-	      state_of(qp, &q) == IBV_QPS_INIT, "RESET->INIT");
-	CHECK(q.qp_access_flags == (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) &&
-	      q.port_num == 1, "INIT attributes read back");
+	T_OK(ibv_modify_qp(qp, &a, mask) == 0 && qp->state == IBV_QPS_INIT &&
+	     state_of(qp, &q) == IBV_QPS_INIT, "RESET->INIT");
+	T_OK(q.qp_access_flags == (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) &&
+	     q.port_num == 1, "INIT attributes read back");
 
 	to_rtr(&a, IBV_QPT_RC, &mask);
-	CHECK(ibv_modify_qp(qp, &a, mask & ~IBV_QP_MIN_RNR_TIMER) == EINVAL &&
-	      state_of(qp, &q) == IBV_QPS_INIT && q.dest_qp_num == 0 && q.rq_psn == 0,
-	      "INIT->RTR without MIN_RNR_TIMER: EINVAL, nothing changed");
-	CHECK(ibv_modify_qp(qp, &a, mask | IBV_QP_SQ_PSN) == EINVAL && state_of(qp, &q) == IBV_QPS_INIT,
-	      "INIT->RTR with SQ_PSN (not allowed there) -> EINVAL");
+	T_OK(ibv_modify_qp(qp, &a, mask & ~IBV_QP_MIN_RNR_TIMER) == EINVAL &&
+	     state_of(qp, &q) == IBV_QPS_INIT && q.dest_qp_num == 0 && q.rq_psn == 0,
+	     "INIT->RTR without MIN_RNR_TIMER: EINVAL, nothing changed");
+	T_OK(ibv_modify_qp(qp, &a, mask | IBV_QP_SQ_PSN) == EINVAL && state_of(qp, &q) == IBV_QPS_INIT,
+	     "INIT->RTR with SQ_PSN (not allowed there) -> EINVAL");
 	a.ah_attr.is_global = 0;
-	CHECK(ibv_modify_qp(qp, &a, mask) == EINVAL, "RoCE path without GRH -> EINVAL");
+	T_OK(ibv_modify_qp(qp, &a, mask) == EINVAL, "RoCE path without GRH -> EINVAL");
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.sgid_index = 200;
-	CHECK(ibv_modify_qp(qp, &a, mask) == EINVAL, "sgid_index beyond the GID table -> EINVAL");
+	T_OK(ibv_modify_qp(qp, &a, mask) == EINVAL, "sgid_index beyond the GID table -> EINVAL");
 	a.ah_attr.grh.sgid_index = 0;
 	a.path_mtu = 7;
-	CHECK(ibv_modify_qp(qp, &a, mask) == EINVAL, "path_mtu 7 -> EINVAL");
+	T_OK(ibv_modify_qp(qp, &a, mask) == EINVAL, "path_mtu 7 -> EINVAL");
 	a.path_mtu = IBV_MTU_1024;
 	a.max_dest_rd_atomic = 255;
-	CHECK(ibv_modify_qp(qp, &a, mask) == EINVAL, "max_dest_rd_atomic 255 -> EINVAL");
+	T_OK(ibv_modify_qp(qp, &a, mask) == EINVAL, "max_dest_rd_atomic 255 -> EINVAL");
 	a.max_dest_rd_atomic = 4;
-	CHECK(ibv_modify_qp(qp, &a, mask) == 0 && state_of(qp, &q) == IBV_QPS_RTR, "INIT->RTR");
-	CHECK(q.path_mtu == IBV_MTU_1024 && q.dest_qp_num == 0x1234 && q.rq_psn == 0x100 &&
-	      q.max_dest_rd_atomic == 4 && q.min_rnr_timer == 12 && q.ah_attr.is_global &&
-	      !memcmp(&q.ah_attr.grh.dgid, &gid0, sizeof(gid0)), "RTR attributes read back");
+	T_OK(ibv_modify_qp(qp, &a, mask) == 0 && state_of(qp, &q) == IBV_QPS_RTR, "INIT->RTR");
+	T_OK(q.path_mtu == IBV_MTU_1024 && q.dest_qp_num == 0x1234 && q.rq_psn == 0x100 &&
+	     q.max_dest_rd_atomic == 4 && q.min_rnr_timer == 12 && q.ah_attr.is_global &&
+	     !memcmp(&q.ah_attr.grh.dgid, &gid0, sizeof(gid0)), "RTR attributes read back");
 
 	to_rts(&a, IBV_QPT_RC, &mask);
 	a.retry_cnt = 8;
-	CHECK(ibv_modify_qp(qp, &a, mask) == EINVAL && state_of(qp, &q) == IBV_QPS_RTR,
-	      "retry_cnt 8 -> EINVAL, still RTR");
+	T_OK(ibv_modify_qp(qp, &a, mask) == EINVAL && state_of(qp, &q) == IBV_QPS_RTR,
+	     "retry_cnt 8 -> EINVAL, still RTR");
 	a.retry_cnt = 7;
 	a.sq_psn = 0x7f000200;
-	CHECK(ibv_modify_qp(qp, &a, mask) == 0 && state_of(qp, &q) == IBV_QPS_RTS, "RTR->RTS");
-	CHECK(q.sq_psn == 0x000200 && q.timeout == 14 && q.retry_cnt == 7 && q.rnr_retry == 7 &&
-	      q.max_rd_atomic == 4, "RTS attributes read back (PSN kept to 24 bits)");
+	T_OK(ibv_modify_qp(qp, &a, mask) == 0 && state_of(qp, &q) == IBV_QPS_RTS, "RTR->RTS");
+	T_OK(q.sq_psn == 0x000200 && q.timeout == 14 && q.retry_cnt == 7 && q.rnr_retry == 7 &&
+	     q.max_rd_atomic == 4, "RTS attributes read back (PSN kept to 24 bits)");
 
 	a.min_rnr_timer = 3;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_MIN_RNR_TIMER) == 0 && state_of(qp, &q) == IBV_QPS_RTS &&
-	      q.min_rnr_timer == 3, "RTS->RTS attribute change without IBV_QP_STATE");
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_TIMEOUT) == EINVAL, "RTS->RTS TIMEOUT not allowed");
+	T_OK(ibv_modify_qp(qp, &a, IBV_QP_MIN_RNR_TIMER) == 0 && state_of(qp, &q) == IBV_QPS_RTS &&
+	     q.min_rnr_timer == 3, "RTS->RTS attribute change without IBV_QP_STATE");
+	T_OK(ibv_modify_qp(qp, &a, IBV_QP_TIMEOUT) == EINVAL, "RTS->RTS TIMEOUT not allowed");
 	a.cur_qp_state = IBV_QPS_RTR;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_MIN_RNR_TIMER | IBV_QP_CUR_STATE) == EINVAL,
-	      "CUR_STATE that is not the current state -> EINVAL");
+	T_OK(ibv_modify_qp(qp, &a, IBV_QP_MIN_RNR_TIMER | IBV_QP_CUR_STATE) == EINVAL,
+	     "CUR_STATE that is not the current state -> EINVAL");
 	a.qp_state = IBV_QPS_SQD;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0 && state_of(qp, &q) == IBV_QPS_SQD, "RTS->SQD");
+	T_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0 && state_of(qp, &q) == IBV_QPS_SQD, "RTS->SQD");
 	a.qp_state = IBV_QPS_SQD;
 	a.timeout = 18;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT) == 0 && state_of(qp, &q) == IBV_QPS_SQD &&
-	      q.timeout == 18, "SQD->SQD may change the timeout");
+	T_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT) == 0 && state_of(qp, &q) == IBV_QPS_SQD &&
+	     q.timeout == 18, "SQD->SQD may change the timeout");
 	a.qp_state = IBV_QPS_RTS;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0 && state_of(qp, &q) == IBV_QPS_RTS, "SQD->RTS");
+	T_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0 && state_of(qp, &q) == IBV_QPS_RTS, "SQD->RTS");
 	a.qp_state = IBV_QPS_INIT;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL && state_of(qp, &q) == IBV_QPS_RTS,
-	      "RTS->INIT refused");
+	T_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL && state_of(qp, &q) == IBV_QPS_RTS,
+	     "RTS->INIT refused");
 	a.qp_state = IBV_QPS_ERR;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0 && state_of(qp, &q) == IBV_QPS_ERR, "RTS->ERR");
+	T_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0 && state_of(qp, &q) == IBV_QPS_ERR, "RTS->ERR");
 	a.qp_state = IBV_QPS_RTS;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL, "ERR->RTS refused");
+	T_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == EINVAL, "ERR->RTS refused");
 	a.qp_state = IBV_QPS_RESET;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0 && state_of(qp, &q) == IBV_QPS_RESET &&
-	      q.dest_qp_num == 0, "ERR->RESET forgets the attributes");
+	T_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0 && state_of(qp, &q) == IBV_QPS_RESET &&
+	     q.dest_qp_num == 0, "ERR->RESET forgets the attributes");
 	to_init(&a, IBV_QPT_RC, &mask);
-	CHECK(ibv_modify_qp(qp, &a, mask) == 0, "RESET->INIT again");
+	T_OK(ibv_modify_qp(qp, &a, mask) == 0, "RESET->INIT again");
 	to_rtr(&a, IBV_QPT_RC, &mask);
-	CHECK(ibv_modify_qp(qp, &a, mask) == 0, "INIT->RTR again");
+	T_OK(ibv_modify_qp(qp, &a, mask) == 0, "INIT->RTR again");
 	to_rts(&a, IBV_QPT_RC, &mask);
-	CHECK(ibv_modify_qp(qp, &a, mask) == 0, "RTR->RTS again");
-	CHECK(ibv_destroy_qp(qp) == 0, "destroy an RTS QP");
+	T_OK(ibv_modify_qp(qp, &a, mask) == 0, "RTR->RTS again");
+	T_OK(ibv_destroy_qp(qp) == 0, "destroy an RTS QP");
 
 	for (t = 0; t < 2; t++) {
 		const char *n = types[t] == IBV_QPT_UC ? "UC" : "UD";
 
 		ia.qp_type = types[t];
 		qp = ibv_create_qp(pd, &ia);
-		CHECK(qp != NULL, "%s QP", n);
+		T_OK(qp != NULL, "%s QP", n);
 		if (!qp)
 			continue;
 		to_init(&a, types[t], &mask);
-		CHECK(ibv_modify_qp(qp, &a, mask) == 0, "%s RESET->INIT", n);
+		T_OK(ibv_modify_qp(qp, &a, mask) == 0, "%s RESET->INIT", n);
 		to_rtr(&a, types[t], &mask);
 		if (types[t] == IBV_QPT_UC)
-			CHECK(ibv_modify_qp(qp, &a, mask | IBV_QP_MIN_RNR_TIMER) == EINVAL,
-			      "UC has no MIN_RNR_TIMER");
-		CHECK(ibv_modify_qp(qp, &a, mask) == 0, "%s INIT->RTR", n);
+			T_OK(ibv_modify_qp(qp, &a, mask | IBV_QP_MIN_RNR_TIMER) == EINVAL,
+			     "UC has no MIN_RNR_TIMER");
+		T_OK(ibv_modify_qp(qp, &a, mask) == 0, "%s INIT->RTR", n);
 		to_rts(&a, types[t], &mask);
 		if (types[t] == IBV_QPT_UC)
-			CHECK(ibv_modify_qp(qp, &a, mask | IBV_QP_RETRY_CNT) == EINVAL,
-			      "UC has no RETRY_CNT");
-		CHECK(ibv_modify_qp(qp, &a, mask) == 0 && state_of(qp, &q) == IBV_QPS_RTS,
-		      "%s RTR->RTS", n);
-		CHECK(ibv_destroy_qp(qp) == 0, "%s destroy", n);
+			T_OK(ibv_modify_qp(qp, &a, mask | IBV_QP_RETRY_CNT) == EINVAL,
+			     "UC has no RETRY_CNT");
+		T_OK(ibv_modify_qp(qp, &a, mask) == 0 && state_of(qp, &q) == IBV_QPS_RTS,
+		     "%s RTR->RTS", n);
+		T_OK(ibv_destroy_qp(qp) == 0, "%s destroy", n);
 	}
 
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
-	printf("%d checks, %d failed\n", checks, fails);
-	return fails ? 1 : 0;
+	t_lo_free();
+	return t_summary();
 }

@@ -13,19 +13,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-static int fails, checks;
-
-#define CHECK(cond, ...) do {                                         \
-	checks++;                                                      \
-	if (cond) {                                                    \
-		printf("ok   - " __VA_ARGS__);                         \
-	} else {                                                       \
-		fails++;                                               \
-		printf("FAIL - " __VA_ARGS__);                         \
-		printf("       (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-	}                                                              \
-	printf("\n");                                                  \
-} while (0)
+#include "tests/lib/t_verbs.h"
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
@@ -49,35 +37,21 @@ static struct ibv_qp *mkqp(uint32_t swr, uint32_t rwr, uint32_t inl)
 
 static int move(struct ibv_qp *qp, enum ibv_qp_state to)
 {
-	struct ibv_qp_attr a;
+	struct t_rc_attr r = {
+		.access = IBV_ACCESS_REMOTE_WRITE,
+		.dest_qpn = 0xabcde, /* nobody's */
+		.dgid = gid0, .hop_limit = 1, .min_rnr_timer = 12, .rd_atomic = 1,
+		.timeout = 31, /* 2.4 hours: WQEs stay outstanding */
+	};
+	struct ibv_qp_attr a = { .qp_state = to };
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = to;
 	switch (to) {
 	case IBV_QPS_INIT:
-		a.port_num = 1;
-		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				     IBV_QP_ACCESS_FLAGS);
+		return t_qp_rc_init(qp, &r);
 	case IBV_QPS_RTR:
-		a.path_mtu = IBV_MTU_1024;
-		a.dest_qp_num = 0xabcde; /* nobody's */
-		a.max_dest_rd_atomic = 1;
-		a.min_rnr_timer = 12;
-		a.ah_attr.is_global = 1;
-		a.ah_attr.port_num = 1;
-		a.ah_attr.grh.dgid = gid0;
-		a.ah_attr.grh.hop_limit = 1;
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				     IBV_QP_MIN_RNR_TIMER);
+		return t_qp_rc_rtr(qp, &r);
 	case IBV_QPS_RTS:
-		a.timeout = 31; /* 2.4 hours: WQEs stay outstanding */
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.max_rd_atomic = 1;
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+		return t_qp_rc_rts(qp, &r);
 	default:
 		return ibv_modify_qp(qp, &a, IBV_QP_STATE);
 	}
@@ -117,7 +91,6 @@ static int post1(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 
 int main(void)
 {
-	struct ibv_device **list;
 	struct ibv_qp *qp;
 	struct ibv_send_wr wr[8], *bad;
 	struct ibv_recv_wr rwr[8], *rbad;
@@ -126,17 +99,9 @@ int main(void)
 	struct ibv_wc wc;
 	int i, n, ret;
 
-	setenv("SOFTRNIC_DEVICES", "lo", 1);
-	list = ibv_get_device_list(NULL);
-	if (!list || !list[0]) {
-		printf("SKIP: no device\n");
-		return 77;
-	}
-	ctx = ibv_open_device(list[0]);
-	if (!ctx || ibv_query_gid(ctx, 1, 0, &gid0)) {
-		printf("SKIP: cannot open the device\n");
-		return 77;
-	}
+	ctx = t_lo_open();
+	if (ibv_query_gid(ctx, 1, 0, &gid0))
+		t_skip("no GID 0");
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
 	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
@@ -145,57 +110,57 @@ int main(void)
 
 	/* state rules */
 	qp = mkqp(8, 8, 64);
-	CHECK(qp != NULL, "QP");
+	T_OK(qp != NULL, "QP");
 	if (!qp)
 		return 1;
 	chain(wr, sge, 1);
-	CHECK(post1(qp, wr, &bad) == EINVAL && bad == &wr[0], "send in RESET -> EINVAL, bad_wr");
+	T_OK(post1(qp, wr, &bad) == EINVAL && bad == &wr[0], "send in RESET -> EINVAL, bad_wr");
 	memset(rwr, 0, sizeof(rwr));
 	rwr[0].sg_list = sge;
 	rwr[0].num_sge = 1;
-	CHECK(ibv_post_recv(qp, rwr, &rbad) == EINVAL && rbad == &rwr[0], "recv in RESET -> EINVAL");
+	T_OK(ibv_post_recv(qp, rwr, &rbad) == EINVAL && rbad == &rwr[0], "recv in RESET -> EINVAL");
 	move(qp, IBV_QPS_INIT);
-	CHECK(post1(qp, wr, &bad) == EINVAL && bad == &wr[0], "send in INIT -> EINVAL");
-	CHECK(ibv_post_recv(qp, rwr, &rbad) == 0, "recv in INIT");
+	T_OK(post1(qp, wr, &bad) == EINVAL && bad == &wr[0], "send in INIT -> EINVAL");
+	T_OK(ibv_post_recv(qp, rwr, &rbad) == 0, "recv in INIT");
 	move(qp, IBV_QPS_RTR);
-	CHECK(post1(qp, wr, &bad) == EINVAL, "send in RTR -> EINVAL");
-	CHECK(ibv_post_recv(qp, rwr, &rbad) == 0, "recv in RTR");
+	T_OK(post1(qp, wr, &bad) == EINVAL, "send in RTR -> EINVAL");
+	T_OK(ibv_post_recv(qp, rwr, &rbad) == 0, "recv in RTR");
 	move(qp, IBV_QPS_RTS);
-	CHECK(qp->state == IBV_QPS_RTS, "RTS");
+	T_OK(qp->state == IBV_QPS_RTS, "RTS");
 
 	/* per-WR checks, bad_wr on the first failing WR */
 	chain(wr, sge, 3);
 	wr[1].sg_list = sg3;
 	wr[1].num_sge = 3;
 	sg3[0] = sg3[1] = sg3[2] = sge[0];
-	CHECK(post1(qp, wr, &bad) == EINVAL && bad == &wr[1], "3 SGEs on max_send_sge 2 -> EINVAL at WR 1");
+	T_OK(post1(qp, wr, &bad) == EINVAL && bad == &wr[1], "3 SGEs on max_send_sge 2 -> EINVAL at WR 1");
 	chain(wr, sge, 2);
 	wr[1].send_flags = IBV_SEND_INLINE;
 	sge[1].length = 65;
-	CHECK(post1(qp, wr, &bad) == EINVAL && bad == &wr[1], "65 inline bytes on max_inline 64 -> EINVAL");
+	T_OK(post1(qp, wr, &bad) == EINVAL && bad == &wr[1], "65 inline bytes on max_inline 64 -> EINVAL");
 	sge[1].length = 64;
-	CHECK(post1(qp, &wr[1], &bad) == 0, "64 inline bytes");
+	T_OK(post1(qp, &wr[1], &bad) == 0, "64 inline bytes");
 	chain(wr, sge, 1);
 	wr[0].opcode = IBV_WR_LOCAL_INV;
-	CHECK(post1(qp, wr, &bad) == EINVAL && bad == wr, "LOCAL_INV -> EINVAL");
+	T_OK(post1(qp, wr, &bad) == EINVAL && bad == wr, "LOCAL_INV -> EINVAL");
 	chain(wr, sge, 1);
 	wr[0].send_flags = IBV_SEND_IP_CSUM;
-	CHECK(post1(qp, wr, &bad) == EINVAL, "IP_CSUM on RC -> EINVAL");
+	T_OK(post1(qp, wr, &bad) == EINVAL, "IP_CSUM on RC -> EINVAL");
 	chain(wr, sge, 1);
 	wr[0].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 	wr[0].wr.atomic.remote_addr = 0x1004;
 	wr[0].wr.atomic.rkey = 1;
 	sge[0].length = 8;
-	CHECK(post1(qp, wr, &bad) == EINVAL && bad == wr, "atomic on a 4-aligned address -> EINVAL");
+	T_OK(post1(qp, wr, &bad) == EINVAL && bad == wr, "atomic on a 4-aligned address -> EINVAL");
 	wr[0].wr.atomic.remote_addr = 0x1000;
 	sge[0].length = 4;
-	CHECK(post1(qp, wr, &bad) == EINVAL, "atomic of 4 bytes -> EINVAL");
+	T_OK(post1(qp, wr, &bad) == EINVAL, "atomic of 4 bytes -> EINVAL");
 	sge[0].length = 8;
-	CHECK(post1(qp, wr, &bad) == 0, "atomic 8 bytes aligned");
+	T_OK(post1(qp, wr, &bad) == 0, "atomic 8 bytes aligned");
 	chain(wr, sge, 1);
 	wr[0].num_sge = 0;
 	wr[0].sg_list = NULL;
-	CHECK(post1(qp, wr, &bad) == 0, "zero-length SEND (no SGE)");
+	T_OK(post1(qp, wr, &bad) == 0, "zero-length SEND (no SGE)");
 	ibv_destroy_qp(qp);
 
 	/* send queue full */
@@ -203,9 +168,9 @@ int main(void)
 	to_rts(qp);
 	chain(wr, sge, 6);
 	ret = post1(qp, wr, &bad);
-	CHECK(ret == ENOMEM && bad == &wr[4], "6 WRs into 4 slots -> ENOMEM at WR 4 (ret %d, bad %ld)",
-	      ret, bad ? (long)(bad - wr) : -1L);
-	CHECK(post1(qp, wr, &bad) == ENOMEM && bad == &wr[0], "full stays full");
+	T_OK(ret == ENOMEM && bad == &wr[4], "6 WRs into 4 slots -> ENOMEM at WR 4 (ret %d, bad %ld)",
+	     ret, bad ? (long)(bad - wr) : -1L);
+	T_OK(post1(qp, wr, &bad) == ENOMEM && bad == &wr[0], "full stays full");
 
 	/* receive queue: too many SGEs, full */
 	memset(rwr, 0, sizeof(rwr));
@@ -217,11 +182,11 @@ int main(void)
 	}
 	rwr[1].sg_list = sg3;
 	rwr[1].num_sge = 3;
-	CHECK(ibv_post_recv(qp, rwr, &rbad) == EINVAL && rbad == &rwr[1],
-	      "3 SGEs on max_recv_sge 2 -> EINVAL at WR 1");
+	T_OK(ibv_post_recv(qp, rwr, &rbad) == EINVAL && rbad == &rwr[1],
+	     "3 SGEs on max_recv_sge 2 -> EINVAL at WR 1");
 	rwr[1].num_sge = 1;
-	CHECK(ibv_post_recv(qp, &rwr[1], &rbad) == ENOMEM && rbad == &rwr[4],
-	      "receive queue: 1 + 3 fit, the 4th new one -> ENOMEM");
+	T_OK(ibv_post_recv(qp, &rwr[1], &rbad) == ENOMEM && rbad == &rwr[4],
+	     "receive queue: 1 + 3 fit, the 4th new one -> ENOMEM");
 	ibv_destroy_qp(qp);
 
 	/* ibv_wr_* API */
@@ -235,15 +200,15 @@ int main(void)
 	qx->wr_id = 2;
 	ibv_wr_rdma_write(qx, 0x1234, 0x10000);
 	ibv_wr_set_sge_list(qx, 3, sg3);
-	CHECK(ibv_wr_complete(qx) == EINVAL, "wr batch with 3 SGEs -> EINVAL at complete");
+	T_OK(ibv_wr_complete(qx) == EINVAL, "wr batch with 3 SGEs -> EINVAL at complete");
 	ibv_wr_start(qx);
 	ibv_wr_atomic_fetch_add(qx, 0x1234, 0x10002, 1);
 	ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 8);
-	CHECK(ibv_wr_complete(qx) == EINVAL, "wr atomic misaligned -> EINVAL");
+	T_OK(ibv_wr_complete(qx) == EINVAL, "wr atomic misaligned -> EINVAL");
 	ibv_wr_start(qx);
 	ibv_wr_send(qx);
 	ibv_wr_set_inline_data(qx, buf, 33);
-	CHECK(ibv_wr_complete(qx) == EINVAL, "wr inline 33 bytes on max 32 -> EINVAL");
+	T_OK(ibv_wr_complete(qx) == EINVAL, "wr inline 33 bytes on max 32 -> EINVAL");
 	ibv_wr_start(qx);
 	ibv_wr_send(qx);
 	ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 16);
@@ -254,16 +219,16 @@ int main(void)
 		ibv_wr_send(qx);
 		ibv_wr_set_inline_data(qx, buf, 8);
 	}
-	CHECK(ibv_wr_complete(qx) == ENOMEM, "wr batch of 5 on 4 slots -> ENOMEM");
+	T_OK(ibv_wr_complete(qx) == ENOMEM, "wr batch of 5 on 4 slots -> ENOMEM");
 	/* None of the failed or aborted batches took a slot: 4 fit now. */
 	ibv_wr_start(qx);
 	for (i = 0; i < 4; i++) {
 		ibv_wr_send(qx);
 		ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 16);
 	}
-	CHECK(ibv_wr_complete(qx) == 0, "4 WRs fit: failed batches posted nothing");
+	T_OK(ibv_wr_complete(qx) == 0, "4 WRs fit: failed batches posted nothing");
 	chain(wr, sge, 1);
-	CHECK(post1(qp, wr, &bad) == ENOMEM, "and the queue is now full");
+	T_OK(post1(qp, wr, &bad) == ENOMEM, "and the queue is now full");
 	ibv_destroy_qp(qp);
 
 	qp = mkqp(4, 4, 32);
@@ -272,7 +237,7 @@ int main(void)
 	ibv_wr_start(qx);
 	ibv_wr_send(qx);
 	ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 16);
-	CHECK(ibv_wr_complete(qx) == EINVAL, "wr API on an INIT QP -> EINVAL");
+	T_OK(ibv_wr_complete(qx) == EINVAL, "wr API on an INIT QP -> EINVAL");
 
 	/* ERR: posts are accepted and flushed */
 	while (ibv_poll_cq(cq, 1, &wc) > 0)
@@ -281,22 +246,16 @@ int main(void)
 	chain(wr, sge, 1);
 	wr[0].wr_id = 4242;
 	wr[0].send_flags = IBV_SEND_SIGNALED;
-	CHECK(post1(qp, wr, &bad) == 0, "send in ERR is accepted");
-	n = 0;
-	for (i = 0; i < 2000 && n == 0; i++) {
-		n = ibv_poll_cq(cq, 1, &wc);
-		if (!n)
-			usleep(1000);
-	}
-	CHECK(n == 1 && wc.wr_id == 4242 && wc.status == IBV_WC_WR_FLUSH_ERR,
-	      "... and completes with WR_FLUSH_ERR");
+	T_OK(post1(qp, wr, &bad) == 0, "send in ERR is accepted");
+	n = t_poll_cq(cq, &wc, 1, 2000);
+	T_OK(n == 1 && wc.wr_id == 4242 && wc.status == IBV_WC_WR_FLUSH_ERR,
+	     "... and completes with WR_FLUSH_ERR");
 	ibv_destroy_qp(qp);
 
 	ibv_dereg_mr(mr);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
-	printf("%d checks, %d failed\n", checks, fails);
-	return fails ? 1 : 0;
+	t_lo_free();
+	return t_summary();
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
+#include "tests/lib/t_verbs.h"
+
 #define THREADS 4
 #define ROUNDS 5
 #define PER 20
@@ -87,21 +89,9 @@ static void *worker(void *arg)
 
 int main(void)
 {
-	struct ibv_device **list;
 	pthread_t th[THREADS];
-	int ok;
 
-	setenv("SOFTRNIC_DEVICES", "lo", 1);
-	list = ibv_get_device_list(NULL);
-	if (!list || !list[0]) {
-		printf("SKIP: no device\n");
-		return 77;
-	}
-	ctx = ibv_open_device(list[0]);
-	if (!ctx) {
-		printf("SKIP: ibv_open_device: %s\n", strerror(errno));
-		return 77;
-	}
+	ctx = t_lo_open();
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	if (!pd || !cq)
@@ -110,14 +100,12 @@ int main(void)
 		pthread_create(&th[i], NULL, worker, NULL);
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(th[i], NULL);
-	printf("%s - %d threads x %d rounds x %d QPs + MRs: %d failed calls\n",
-	       failures ? "FAIL" : "ok  ", THREADS, ROUNDS, PER, failures);
-	printf("%s - no QPN or key shared by two live objects (%d clashes)\n",
-	       clashes ? "FAIL" : "ok  ", clashes);
-	ok = !failures && !clashes;
-	ok &= ibv_destroy_cq(cq) == 0 && ibv_dealloc_pd(pd) == 0;
-	printf("%s - CQ and PD free again afterwards\n", ok ? "ok  " : "FAIL");
+	T_OK(failures == 0, "%d threads x %d rounds x %d QPs + MRs: %d failed calls",
+	     THREADS, ROUNDS, PER, failures);
+	T_OK(clashes == 0, "no QPN or key shared by two live objects (%d clashes)", clashes);
+	T_OK(ibv_destroy_cq(cq) == 0 && ibv_dealloc_pd(pd) == 0,
+	     "CQ and PD free again afterwards");
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
-	return ok ? 0 : 1;
+	t_lo_free();
+	return t_summary();
 }

@@ -11,81 +11,20 @@
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 
-static int fails, checks;
-
-#define CHECK(cond, ...) do {                                         \
-	checks++;                                                      \
-	if (cond) {                                                    \
-		printf("ok   - " __VA_ARGS__);                         \
-	} else {                                                       \
-		fails++;                                               \
-		printf("FAIL - " __VA_ARGS__);                         \
-		printf("       (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-	}                                                              \
-	printf("\n");                                                  \
-} while (0)
+#include "tests/lib/t_verbs.h"
 
 static union ibv_gid gid0;
 
 static int connect_qp(struct ibv_qp *qp, uint32_t dest)
 {
-	struct ibv_qp_attr a;
+	struct t_rc_attr r = {
+		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			  IBV_ACCESS_REMOTE_ATOMIC,
+		.dest_qpn = dest, .dgid = gid0, .hop_limit = 1, .min_rnr_timer = 1,
+		.rd_atomic = 4, .timeout = 14,
+	};
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_REMOTE_ATOMIC;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.rq_psn = 0;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.dgid = gid0;
-	a.ah_attr.grh.hop_limit = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-/* Up to want completions within 5 s. */
-static int reap(struct ibv_cq *cq, struct ibv_wc *wc, int want)
-{
-	int got = 0;
-	double end = now() + 5;
-
-	while (got < want && now() < end) {
-		int n = ibv_poll_cq(cq, want - got, wc + got);
-
-		if (n < 0)
-			return n;
-		got += n;
-	}
-	return got;
+	return t_qp_rc_connect(qp, &r);
 }
 
 /* The current entry of an ibv_cq_ex, as a struct ibv_wc. */
@@ -102,7 +41,6 @@ static void read_cur(struct ibv_cq_ex *cq, struct ibv_wc *w)
 
 int main(void)
 {
-	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *scq;
@@ -121,17 +59,9 @@ int main(void)
 	struct ibv_sge rsge[4];
 	int i, n;
 
-	setenv("SOFTRNIC_DEVICES", "lo", 1);
-	list = ibv_get_device_list(NULL);
-	if (!list || !list[0]) {
-		printf("SKIP: no device\n");
-		return 77;
-	}
-	ctx = ibv_open_device(list[0]);
-	if (!ctx || ibv_query_gid(ctx, 1, 0, &gid0)) {
-		printf("SKIP: cannot open the device\n");
-		return 77;
-	}
+	ctx = t_lo_open();
+	if (ibv_query_gid(ctx, 1, 0, &gid0))
+		t_skip("no GID 0");
 	pd = ibv_alloc_pd(ctx);
 	scq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
 	rcqx = ibv_create_cq_ex(ctx, &ca);
@@ -158,10 +88,10 @@ int main(void)
 		a = ibv_create_qp_ex(ctx, &ia);
 		b = ibv_create_qp_ex(ctx, &ia);
 	}
-	CHECK(a && b, "two RC QPs");
+	T_OK(a && b, "two RC QPs");
 	if (!a || !b)
 		return 1;
-	CHECK(connect_qp(a, b->qp_num) == 0 && connect_qp(b, a->qp_num) == 0, "connected to each other");
+	T_OK(connect_qp(a, b->qp_num) == 0 && connect_qp(b, a->qp_num) == 0, "connected to each other");
 	ax = ibv_qp_to_qp_ex(a);
 
 	for (i = 0; i < 4; i++) {
@@ -174,7 +104,7 @@ int main(void)
 		rwr[i].num_sge = 1;
 		rwr[i].next = i < 3 ? &rwr[i + 1] : NULL;
 	}
-	CHECK(ibv_post_recv(b, rwr, &rbad) == 0, "4 receives on b");
+	T_OK(ibv_post_recv(b, rwr, &rbad) == 0, "4 receives on b");
 
 	/* batch: inline send, gather send with imm, write with imm */
 	strcpy(abuf, "hello ");
@@ -192,17 +122,17 @@ int main(void)
 	ax->wr_id = 3;
 	ibv_wr_rdma_write_imm(ax, bmr->rkey, (uintptr_t)bbuf + 3000, htonl(0xbeef));
 	ibv_wr_set_sge(ax, amr->lkey, (uintptr_t)abuf + 100, 6);
-	CHECK(ibv_wr_complete(ax) == 0, "batch of 3 posted");
-	n = reap(scq, wc, 3);
-	CHECK(n == 3 && wc[0].wr_id == 1 && wc[0].opcode == IBV_WC_SEND && wc[1].wr_id == 2 &&
-	      wc[2].wr_id == 3 && wc[2].opcode == IBV_WC_RDMA_WRITE &&
-	      wc[0].status == IBV_WC_SUCCESS && wc[1].status == IBV_WC_SUCCESS &&
-	      wc[2].status == IBV_WC_SUCCESS, "3 send completions in order (%d)", n);
+	T_OK(ibv_wr_complete(ax) == 0, "batch of 3 posted");
+	n = t_poll_cq(scq, wc, 3, 5000);
+	T_OK(n == 3 && wc[0].wr_id == 1 && wc[0].opcode == IBV_WC_SEND && wc[1].wr_id == 2 &&
+	     wc[2].wr_id == 3 && wc[2].opcode == IBV_WC_RDMA_WRITE &&
+	     wc[0].status == IBV_WC_SUCCESS && wc[1].status == IBV_WC_SUCCESS &&
+	     wc[2].status == IBV_WC_SUCCESS, "3 send completions in order (%d)", n);
 
 	/* start_poll takes the first entry (or ENOENT while the CQ is
 	 * empty: completions may still be on their way), next_poll the rest. */
 	n = 0;
-	for (double end = now() + 5; n < 3 && now() < end;) {
+	for (double end = t_now() + 5; n < 3 && t_now() < end;) {
 		if (ibv_start_poll(rcqx, &pa) != 0)
 			continue;
 		do
@@ -210,16 +140,16 @@ int main(void)
 		while (n < 3 && ibv_next_poll(rcqx) == 0);
 		ibv_end_poll(rcqx);
 	}
-	CHECK(n == 3, "3 receive completions through start/next/end_poll (%d)", n);
+	T_OK(n == 3, "3 receive completions through start/next/end_poll (%d)", n);
 	if (n == 3) {
-		CHECK(wc[0].wr_id == 200 && wc[0].opcode == IBV_WC_RECV && wc[0].byte_len == 8 &&
-		      !strcmp(bbuf, "inline!") && wc[0].qp_num == b->qp_num, "inline SEND arrived");
-		CHECK(wc[1].wr_id == 201 && wc[1].byte_len == 12 && (wc[1].wc_flags & IBV_WC_WITH_IMM) &&
-		      wc[1].imm_data == htonl(0xfeed) && !memcmp(bbuf + 512, "hello world", 12),
-		      "gather SEND with imm arrived");
-		CHECK(wc[2].wr_id == 202 && wc[2].opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
-		      (wc[2].wc_flags & IBV_WC_WITH_IMM) && wc[2].imm_data == htonl(0xbeef) &&
-		      !strcmp(bbuf + 3000, "world"), "WRITE with imm landed and consumed a receive");
+		T_OK(wc[0].wr_id == 200 && wc[0].opcode == IBV_WC_RECV && wc[0].byte_len == 8 &&
+		     !strcmp(bbuf, "inline!") && wc[0].qp_num == b->qp_num, "inline SEND arrived");
+		T_OK(wc[1].wr_id == 201 && wc[1].byte_len == 12 && (wc[1].wc_flags & IBV_WC_WITH_IMM) &&
+		     wc[1].imm_data == htonl(0xfeed) && !memcmp(bbuf + 512, "hello world", 12),
+		     "gather SEND with imm arrived");
+		T_OK(wc[2].wr_id == 202 && wc[2].opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+		     (wc[2].wc_flags & IBV_WC_WITH_IMM) && wc[2].imm_data == htonl(0xbeef) &&
+		     !strcmp(bbuf + 3000, "world"), "WRITE with imm landed and consumed a receive");
 	}
 
 	/* read and atomics */
@@ -236,17 +166,17 @@ int main(void)
 	ax->wr_id = 12;
 	ibv_wr_atomic_cmp_swp(ax, bmr->rkey, (uintptr_t)bcnt, 42, 7);
 	ibv_wr_set_sge(ax, amr->lkey, (uintptr_t)(acnt + 1), 8);
-	CHECK(ibv_wr_complete(ax) == 0, "read + FADD + CAS posted");
-	n = reap(scq, wc, 3);
-	CHECK(n == 3 && wc[0].opcode == IBV_WC_RDMA_READ && wc[0].byte_len == 8 &&
-	      wc[1].opcode == IBV_WC_FETCH_ADD && wc[2].opcode == IBV_WC_COMP_SWAP &&
-	      wc[0].status == IBV_WC_SUCCESS && wc[2].status == IBV_WC_SUCCESS,
-	      "read/atomic completions (%d)", n);
-	CHECK(!strcmp(abuf + 2048, "read me"), "READ fetched the data");
-	CHECK(acnt[0] == 40 && acnt[1] == 42 && *bcnt == 7,
-	      "FADD returned 40, CAS saw 42 and swapped in 7 (%llu %llu %llu)",
-	      (unsigned long long)acnt[0], (unsigned long long)acnt[1],
-	      (unsigned long long)*bcnt);
+	T_OK(ibv_wr_complete(ax) == 0, "read + FADD + CAS posted");
+	n = t_poll_cq(scq, wc, 3, 5000);
+	T_OK(n == 3 && wc[0].opcode == IBV_WC_RDMA_READ && wc[0].byte_len == 8 &&
+	     wc[1].opcode == IBV_WC_FETCH_ADD && wc[2].opcode == IBV_WC_COMP_SWAP &&
+	     wc[0].status == IBV_WC_SUCCESS && wc[2].status == IBV_WC_SUCCESS,
+	     "read/atomic completions (%d)", n);
+	T_OK(!strcmp(abuf + 2048, "read me"), "READ fetched the data");
+	T_OK(acnt[0] == 40 && acnt[1] == 42 && *bcnt == 7,
+	     "FADD returned 40, CAS saw 42 and swapped in 7 (%llu %llu %llu)",
+	     (unsigned long long)acnt[0], (unsigned long long)acnt[1],
+	     (unsigned long long)*bcnt);
 
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
@@ -256,7 +186,6 @@ int main(void)
 	ibv_destroy_cq(ibv_cq_ex_to_cq(rcqx));
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
-	printf("%d checks, %d failed\n", checks, fails);
-	return fails ? 1 : 0;
+	t_lo_free();
+	return t_summary();
 }

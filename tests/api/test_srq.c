@@ -13,19 +13,7 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
-static int fails, checks;
-
-#define CHECK(cond, ...) do {                                         \
-	checks++;                                                      \
-	if (cond) {                                                    \
-		printf("ok   - " __VA_ARGS__);                         \
-	} else {                                                       \
-		fails++;                                               \
-		printf("FAIL - " __VA_ARGS__);                         \
-		printf("       (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-	}                                                              \
-	printf("\n");                                                  \
-} while (0)
+#include "tests/lib/t_verbs.h"
 
 static struct ibv_srq *mk_srq(struct ibv_pd *pd, uint32_t wr, uint32_t sge, int *err)
 {
@@ -71,7 +59,6 @@ static int to_init(struct ibv_qp *qp)
 
 int main(void)
 {
-	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd, *pd2;
 	struct ibv_cq *cq;
@@ -88,13 +75,7 @@ int main(void)
 	uint32_t n;
 	int err, i, ret;
 
-	setenv("SOFTRNIC_DEVICES", "lo", 1);
-	list = ibv_get_device_list(NULL);
-	ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
-	if (!ctx) {
-		printf("SKIP: no device\n");
-		return 77;
-	}
+	ctx = t_lo_open();
 	pd = ibv_alloc_pd(ctx);
 	pd2 = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
@@ -108,10 +89,10 @@ int main(void)
 		struct ibv_device_attr da;
 
 		ibv_query_device(ctx, &da);
-		CHECK(!mk_srq(pd, (uint32_t)da.max_srq_wr + 1, 1, &err) && err == EINVAL,
-		      "max_wr > max_srq_wr -> EINVAL (%d)", err);
-		CHECK(!mk_srq(pd, 4, (uint32_t)da.max_srq_sge + 1, &err) && err == EINVAL,
-		      "max_sge > max_srq_sge -> EINVAL (%d)", err);
+		T_OK(!mk_srq(pd, (uint32_t)da.max_srq_wr + 1, 1, &err) && err == EINVAL,
+		     "max_wr > max_srq_wr -> EINVAL (%d)", err);
+		T_OK(!mk_srq(pd, 4, (uint32_t)da.max_srq_sge + 1, &err) && err == EINVAL,
+		     "max_sge > max_srq_sge -> EINVAL (%d)", err);
 	}
 	{
 		struct ibv_srq_init_attr ia = { .srq_context = (void *)0x5a,
@@ -119,17 +100,17 @@ int main(void)
 							  .srq_limit = 3 } };
 
 		srq = ibv_create_srq(pd, &ia);
-		CHECK(srq && ia.attr.max_wr >= 10 && ia.attr.max_sge == 2,
-		      "create: granted max_wr %u >= 10, max_sge 2", ia.attr.max_wr);
-		CHECK(srq && srq->context == ctx && srq->pd == pd &&
-		      srq->srq_context == (void *)0x5a, "public fields set");
+		T_OK(srq && ia.attr.max_wr >= 10 && ia.attr.max_sge == 2,
+		     "create: granted max_wr %u >= 10, max_sge 2", ia.attr.max_wr);
+		T_OK(srq && srq->context == ctx && srq->pd == pd &&
+		     srq->srq_context == (void *)0x5a, "public fields set");
 	}
 	if (!srq)
 		return 1;
-	CHECK(ibv_query_srq(srq, &sa) == 0 && sa.max_wr >= 10 && sa.max_sge == 2 &&
-	      sa.srq_limit == 0, "query: max_wr %u, max_sge %u, limit 0 (ignored at create)",
-	      sa.max_wr, sa.max_sge);
-	CHECK(ibv_get_srq_num(srq, &n) == EOPNOTSUPP, "get_srq_num: only XRC SRQs have one");
+	T_OK(ibv_query_srq(srq, &sa) == 0 && sa.max_wr >= 10 && sa.max_sge == 2 &&
+	     sa.srq_limit == 0, "query: max_wr %u, max_sge %u, limit 0 (ignored at create)",
+	     sa.max_wr, sa.max_sge);
+	T_OK(ibv_get_srq_num(srq, &n) == EOPNOTSUPP, "get_srq_num: only XRC SRQs have one");
 
 	/* ---- create_srq_ex ---- */
 	memset(&iax, 0, sizeof(iax));
@@ -139,23 +120,23 @@ int main(void)
 	iax.srq_type = IBV_SRQT_BASIC;
 	iax.pd = pd;
 	s2 = ibv_create_srq_ex(ctx, &iax);
-	CHECK(s2 != NULL, "create_srq_ex basic (inline route)");
+	T_OK(s2 != NULL, "create_srq_ex basic (inline route)");
 	if (s2)
 		ibv_destroy_srq(s2);
 	iax.comp_mask |= IBV_SRQ_INIT_ATTR_CQ;
 	iax.cq = cq;
 	errno = 0;
 	s2 = ibv_create_srq_ex(ctx, &iax);
-	CHECK(!s2 && errno == EOPNOTSUPP, "create_srq_ex basic + CQ mask -> EOPNOTSUPP (%d)", errno);
+	T_OK(!s2 && errno == EOPNOTSUPP, "create_srq_ex basic + CQ mask -> EOPNOTSUPP (%d)", errno);
 	iax.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
 	iax.srq_type = IBV_SRQT_XRC;
 	errno = 0;
 	s2 = ibv_create_srq_ex(ctx, &iax);
-	CHECK(!s2 && errno == EOPNOTSUPP, "create_srq_ex XRC -> EOPNOTSUPP (%d)", errno);
+	T_OK(!s2 && errno == EOPNOTSUPP, "create_srq_ex XRC -> EOPNOTSUPP (%d)", errno);
 	iax.srq_type = IBV_SRQT_TM;
 	errno = 0;
 	s2 = ibv_create_srq_ex(ctx, &iax);
-	CHECK(!s2 && errno == EOPNOTSUPP, "create_srq_ex tag matching -> EOPNOTSUPP (%d)", errno);
+	T_OK(!s2 && errno == EOPNOTSUPP, "create_srq_ex tag matching -> EOPNOTSUPP (%d)", errno);
 
 	/* ---- modify ---- */
 	ibv_query_srq(srq, &sa);
@@ -163,23 +144,23 @@ int main(void)
 	{
 		struct ibv_srq_attr m = { .srq_limit = sa.max_wr + 1 };
 
-		CHECK(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT) == EINVAL,
-		      "limit above max_wr -> EINVAL");
+		T_OK(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT) == EINVAL,
+		     "limit above max_wr -> EINVAL");
 		m.srq_limit = 5;
-		CHECK(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT) == 0, "arm limit 5");
-		CHECK(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 5, "query shows limit 5");
+		T_OK(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT) == 0, "arm limit 5");
+		T_OK(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 5, "query shows limit 5");
 		m.max_wr = 100000;
 		m.srq_limit = 1;
-		CHECK(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT) == EINVAL,
-		      "bad max_wr + good limit -> EINVAL ...");
-		CHECK(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 5,
-		      "... and nothing changed (limit still 5)");
-		CHECK(ibv_modify_srq(srq, &m, 1 << 7) == EINVAL, "unknown mask bit -> EINVAL");
+		T_OK(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT) == EINVAL,
+		     "bad max_wr + good limit -> EINVAL ...");
+		T_OK(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 5,
+		     "... and nothing changed (limit still 5)");
+		T_OK(ibv_modify_srq(srq, &m, 1 << 7) == EINVAL, "unknown mask bit -> EINVAL");
 		m.max_wr = 0;
-		CHECK(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR) == EINVAL, "max_wr 0 -> EINVAL");
+		T_OK(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR) == EINVAL, "max_wr 0 -> EINVAL");
 		m.srq_limit = 0;
-		CHECK(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT) == 0 &&
-		      ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 0, "limit 0 disarms");
+		T_OK(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT) == 0 &&
+		     ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 0, "limit 0 disarms");
 	}
 
 	/* ---- post ---- */
@@ -195,71 +176,70 @@ int main(void)
 	wr[2].num_sge = 3; /* more than max_sge 2 */
 	bad = NULL;
 	ret = ibv_post_srq_recv(srq, &wr[0], &bad);
-	CHECK(ret == EINVAL && bad == &wr[2], "num_sge > max_sge -> EINVAL, bad_wr = 3rd WR");
+	T_OK(ret == EINVAL && bad == &wr[2], "num_sge > max_sge -> EINVAL, bad_wr = 3rd WR");
 	wr[2].num_sge = 2;
 	ibv_query_srq(srq, &sa);
 	bad = NULL;
 	/* 2 posted already; fill the rest and one more */
 	ret = ibv_post_srq_recv(srq, &wr[2], &bad);
-	CHECK(ret == ENOMEM && bad == &wr[sa.max_wr], "full -> ENOMEM, bad_wr = WR #%u",
-	      sa.max_wr);
+	T_OK(ret == ENOMEM && bad == &wr[sa.max_wr], "full -> ENOMEM, bad_wr = WR #%u",
+	     sa.max_wr);
 
 	/* ---- resize ---- */
 	{
 		struct ibv_srq_attr m = { .max_wr = sa.max_wr - 1 };
 
-		CHECK(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR) == EINVAL,
-		      "resize below the %u posted WQEs -> EINVAL", sa.max_wr);
+		T_OK(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR) == EINVAL,
+		     "resize below the %u posted WQEs -> EINVAL", sa.max_wr);
 		m.max_wr = 32;
-		CHECK(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR) == 0 && m.max_wr >= 32,
-		      "resize up to 32 (granted %u)", m.max_wr);
-		CHECK(ibv_query_srq(srq, &sa) == 0 && sa.max_wr >= 32, "query shows %u", sa.max_wr);
+		T_OK(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR) == 0 && m.max_wr >= 32,
+		     "resize up to 32 (granted %u)", m.max_wr);
+		T_OK(ibv_query_srq(srq, &sa) == 0 && sa.max_wr >= 32, "query shows %u", sa.max_wr);
 		wr[39].next = NULL;
 		bad = NULL;
 		ret = ibv_post_srq_recv(srq, &wr[30], &bad);
-		CHECK(ret == 0, "posting continues after the resize (%d)", ret);
+		T_OK(ret == 0, "posting continues after the resize (%d)", ret);
 	}
 
 	/* ---- QPs on the SRQ ---- */
 	for (i = 0; i < 3; i++) {
 		qps[i] = mk_qp(pd, cq, cq, srq, types[i], &got, &err);
-		CHECK(qps[i] && got.cap.max_recv_wr == 0 && got.cap.max_recv_sge == 0,
-		      "%s QP on the SRQ (recv caps 0) (%d)", i == 0 ? "RC" : i == 1 ? "UC" : "UD", err);
+		T_OK(qps[i] && got.cap.max_recv_wr == 0 && got.cap.max_recv_sge == 0,
+		     "%s QP on the SRQ (recv caps 0) (%d)", i == 0 ? "RC" : i == 1 ? "UC" : "UD", err);
 	}
 	if (qps[0]) {
 		struct ibv_qp_attr qattr;
 
-		CHECK(ibv_query_qp(qps[0], &qattr, 0, &got) == 0 && got.srq == srq,
-		      "query_qp reports the SRQ");
-		CHECK(to_init(qps[0]) == 0, "RC QP to INIT");
+		T_OK(ibv_query_qp(qps[0], &qattr, 0, &got) == 0 && got.srq == srq,
+		     "query_qp reports the SRQ");
+		T_OK(to_init(qps[0]) == 0, "RC QP to INIT");
 		wr[0].next = NULL;
 		wr[0].num_sge = 1;
 		bad = NULL;
-		CHECK(ibv_post_recv(qps[0], &wr[0], &bad) == EINVAL && bad == &wr[0],
-		      "post_recv on a QP with an SRQ -> EINVAL");
+		T_OK(ibv_post_recv(qps[0], &wr[0], &bad) == EINVAL && bad == &wr[0],
+		     "post_recv on a QP with an SRQ -> EINVAL");
 	}
-	CHECK(!mk_qp(pd, cq, NULL, srq, IBV_QPT_RC, NULL, &err) && err == EINVAL,
-	      "SRQ QP without recv_cq -> EINVAL (%d)", err);
-	CHECK(ibv_destroy_srq(srq) == EBUSY, "destroy SRQ with QPs -> EBUSY");
+	T_OK(!mk_qp(pd, cq, NULL, srq, IBV_QPT_RC, NULL, &err) && err == EINVAL,
+	     "SRQ QP without recv_cq -> EINVAL (%d)", err);
+	T_OK(ibv_destroy_srq(srq) == EBUSY, "destroy SRQ with QPs -> EBUSY");
 	for (i = 0; i < 3; i++)
 		if (qps[i])
 			ibv_destroy_qp(qps[i]);
-	CHECK(ibv_dealloc_pd(pd) == EBUSY, "dealloc PD with an SRQ -> EBUSY");
-	CHECK(ibv_destroy_srq(srq) == 0, "destroy SRQ once its QPs are gone");
+	T_OK(ibv_dealloc_pd(pd) == EBUSY, "dealloc PD with an SRQ -> EBUSY");
+	T_OK(ibv_destroy_srq(srq) == 0, "destroy SRQ once its QPs are gone");
 
 	/* A fresh SRQ and QP after the old ones are gone. */
 	srq = mk_srq(pd2, 4, 1, &err);
 	qps[0] = srq ? mk_qp(pd2, cq, cq, srq, IBV_QPT_UD, NULL, &err) : NULL;
-	CHECK(qps[0] != NULL, "new UD QP on a new SRQ");
+	T_OK(qps[0] != NULL, "new UD QP on a new SRQ");
 	if (qps[0])
 		ibv_destroy_qp(qps[0]);
 	if (srq)
 		ibv_destroy_srq(srq);
 
-	CHECK(ibv_dealloc_pd(pd) == 0 && ibv_dealloc_pd(pd2) == 0, "PDs free");
+	T_OK(ibv_dealloc_pd(pd) == 0 && ibv_dealloc_pd(pd2) == 0, "PDs free");
 	ibv_destroy_cq(cq);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
-	printf("%d/%d checks passed\n", checks - fails, checks);
-	return fails ? 1 : 0;
+	t_lo_free();
+	return t_summary();
 }

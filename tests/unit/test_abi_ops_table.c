@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/lib/t_util.h"
 #include "verbs/srn.h"
 
 /* The unit under test is compiled into this test: in the static archive a
@@ -12,19 +13,6 @@
  * picked before verbs/unsupported.c, since archive members are chosen by
  * the first definition of a name, weak or not. */
 #include "verbs/unsupported.c"
-
-static int t_fails, t_checks;
-
-#define T_CHECK(cond, ...)                                         \
-	do {                                                       \
-		t_checks++;                                        \
-		if (!(cond)) {                                     \
-			t_fails++;                                 \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                       \
-			printf("\n");                              \
-		}                                                  \
-	} while (0)
 
 int main(void)
 {
@@ -36,7 +24,6 @@ int main(void)
 	struct ibv_wc wc;
 	size_t nslots = 0;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	srn_ops_init_unsupported(&v);
 
 	printf("every ibv_context_ops slot is filled\n");
@@ -90,6 +77,5 @@ int main(void)
 	T_CHECK(v.query_port(c, 1, NULL, 0) == EOPNOTSUPP, "query_port");
 	T_CHECK(v.modify_cq(NULL, NULL) == EOPNOTSUPP, "modify_cq");
 
-	printf("%d checks, %d failed\n", t_checks, t_fails);
-	return t_fails ? 1 : 0;
+	return t_summary();
 }

@@ -11,21 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/lib/t_verbs.h"
 #include "verbs/datapath.h"
-
-static int fails, checks;
-
-#define CHECK(cond, ...) do {                                         \
-	checks++;                                                      \
-	if (cond) {                                                    \
-		printf("ok   - " __VA_ARGS__);                         \
-	} else {                                                       \
-		fails++;                                               \
-		printf("FAIL - " __VA_ARGS__);                         \
-		printf("       (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-	}                                                              \
-	printf("\n");                                                  \
-} while (0)
 
 static int push(struct ibv_cq *cq, uint64_t id, enum ibv_wc_status st, bool sol)
 {
@@ -42,24 +29,13 @@ static int readable(int fd)
 	return poll(&p, 1, 0);
 }
 
-struct destroyer {
-	struct ibv_cq *cq;
-	atomic_int done;
-	int ret;
-};
-
-static void *destroy_thread(void *arg)
+static int destroy_cq(void *cq)
 {
-	struct destroyer *d = arg;
-
-	d->ret = ibv_destroy_cq(d->cq);
-	atomic_store(&d->done, 1);
-	return NULL;
+	return ibv_destroy_cq(cq);
 }
 
 int main(void)
 {
-	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq, *ev;
@@ -68,50 +44,44 @@ int main(void)
 	void *evctx;
 	int i, n, fl, cq_errs;
 
-	setenv("SOFTRNIC_DEVICES", "lo", 1);
-	list = ibv_get_device_list(NULL);
-	ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
-	if (!ctx) {
-		printf("SKIP: no device\n");
-		return 77;
-	}
+	ctx = t_lo_open();
 	ch = ibv_create_comp_channel(ctx);
 	cq = ibv_create_cq(ctx, 4, (void *)0x1234, ch, 0);
-	CHECK(ch && cq && cq->cqe == 4, "channel and a 4-entry CQ");
+	T_OK(ch && cq && cq->cqe == 4, "channel and a 4-entry CQ");
 	if (!ch || !cq)
 		return 1;
 	fl = fcntl(ch->fd, F_GETFL);
 	fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
 
 	/* arming */
-	CHECK(push(cq, 1, IBV_WC_SUCCESS, false) == 0 && !readable(ch->fd), "unarmed push: no event");
+	T_OK(push(cq, 1, IBV_WC_SUCCESS, false) == 0 && !readable(ch->fd), "unarmed push: no event");
 	ibv_req_notify_cq(cq, 0);
-	CHECK(push(cq, 2, IBV_WC_SUCCESS, false) == 0 && readable(ch->fd) == 1, "armed push: event");
-	CHECK(ibv_get_cq_event(ch, &ev, &evctx) == 0 && ev == cq && evctx == (void *)0x1234,
-	      "event names the CQ and its context");
-	CHECK(!readable(ch->fd), "one event per arm");
+	T_OK(push(cq, 2, IBV_WC_SUCCESS, false) == 0 && readable(ch->fd) == 1, "armed push: event");
+	T_OK(ibv_get_cq_event(ch, &ev, &evctx) == 0 && ev == cq && evctx == (void *)0x1234,
+	     "event names the CQ and its context");
+	T_OK(!readable(ch->fd), "one event per arm");
 	n = ibv_poll_cq(cq, 8, wc);
-	CHECK(n == 2 && wc[0].wr_id == 1 && wc[1].wr_id == 2 && wc[1].byte_len == 20,
-	      "FIFO order (%d entries)", n);
-	CHECK(push(cq, 3, IBV_WC_SUCCESS, false) == 0 && !readable(ch->fd), "disarmed after firing");
+	T_OK(n == 2 && wc[0].wr_id == 1 && wc[1].wr_id == 2 && wc[1].byte_len == 20,
+	     "FIFO order (%d entries)", n);
+	T_OK(push(cq, 3, IBV_WC_SUCCESS, false) == 0 && !readable(ch->fd), "disarmed after firing");
 	ibv_req_notify_cq(cq, 1);
-	CHECK(push(cq, 4, IBV_WC_SUCCESS, false) == 0 && !readable(ch->fd),
-	      "solicited-only arm ignores an unsolicited success");
-	CHECK(push(cq, 5, IBV_WC_SUCCESS, true) == 0 && readable(ch->fd) == 1,
-	      "solicited completion fires it");
-	CHECK(ibv_get_cq_event(ch, &ev, &evctx) == 0, "take event");
+	T_OK(push(cq, 4, IBV_WC_SUCCESS, false) == 0 && !readable(ch->fd),
+	     "solicited-only arm ignores an unsolicited success");
+	T_OK(push(cq, 5, IBV_WC_SUCCESS, true) == 0 && readable(ch->fd) == 1,
+	     "solicited completion fires it");
+	T_OK(ibv_get_cq_event(ch, &ev, &evctx) == 0, "take event");
 	ibv_poll_cq(cq, 8, wc);
 	ibv_req_notify_cq(cq, 1);
-	CHECK(push(cq, 6, IBV_WC_REM_ACCESS_ERR, false) == 0 && readable(ch->fd) == 1,
-	      "an error completion fires a solicited-only arm");
-	CHECK(ibv_get_cq_event(ch, &ev, &evctx) == 0, "take event");
+	T_OK(push(cq, 6, IBV_WC_REM_ACCESS_ERR, false) == 0 && readable(ch->fd) == 1,
+	     "an error completion fires a solicited-only arm");
+	T_OK(ibv_get_cq_event(ch, &ev, &evctx) == 0, "take event");
 	ibv_poll_cq(cq, 8, wc);
 
 	/* overrun */
 	for (i = 0; i < 4; i++)
 		push(cq, 10 + i, IBV_WC_SUCCESS, false);
-	CHECK(push(cq, 20, IBV_WC_SUCCESS, false) == -ENOSPC, "push into a full CQ -> -ENOSPC");
-	CHECK(push(cq, 21, IBV_WC_SUCCESS, false) == -ENOSPC, "still full -> -ENOSPC");
+	T_OK(push(cq, 20, IBV_WC_SUCCESS, false) == -ENOSPC, "push into a full CQ -> -ENOSPC");
+	T_OK(push(cq, 21, IBV_WC_SUCCESS, false) == -ENOSPC, "still full -> -ENOSPC");
 	fl = fcntl(ctx->async_fd, F_GETFL);
 	fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
 	cq_errs = 0;
@@ -120,37 +90,33 @@ int main(void)
 			cq_errs++;
 		ibv_ack_async_event(&ae);
 	}
-	CHECK(cq_errs == 1, "exactly one IBV_EVENT_CQ_ERR (%d)", cq_errs);
+	T_OK(cq_errs == 1, "exactly one IBV_EVENT_CQ_ERR (%d)", cq_errs);
 	n = ibv_poll_cq(cq, 8, wc);
-	CHECK(n == 4 && wc[0].wr_id == 10 && wc[3].wr_id == 13, "the 4 queued entries survive");
+	T_OK(n == 4 && wc[0].wr_id == 10 && wc[3].wr_id == 13, "the 4 queued entries survive");
 
 	/* destroy waits for acks (3 events taken, none acked yet) */
 	{
-		struct destroyer d = { .cq = cq, .done = 0 };
-		pthread_t th;
+		struct t_bg bg;
 
-		pthread_create(&th, NULL, destroy_thread, &d);
+		t_bg_start(&bg, destroy_cq, cq);
 		usleep(50000);
-		CHECK(!atomic_load(&d.done), "destroy_cq blocks while received events are unacked");
+		T_OK(!t_bg_done(&bg), "destroy_cq blocks while received events are unacked");
 		ibv_ack_cq_events(cq, 2);
 		usleep(20000);
-		CHECK(!atomic_load(&d.done), "still blocked with one unacked");
+		T_OK(!t_bg_done(&bg), "still blocked with one unacked");
 		ibv_ack_cq_events(cq, 1);
-		for (i = 0; i < 200 && !atomic_load(&d.done); i++)
-			usleep(5000);
-		pthread_join(th, NULL);
-		CHECK(atomic_load(&d.done) && d.ret == 0, "destroy_cq returns once all are acked");
+		T_OK(t_bg_wait(&bg, 1000) && bg.ret == 0, "destroy_cq returns once all are acked");
 	}
 
 	/* destroy takes back an unread event */
 	cq = ibv_create_cq(ctx, 8, NULL, ch, 0);
 	ibv_req_notify_cq(cq, 0);
 	push(cq, 1, IBV_WC_SUCCESS, false);
-	CHECK(readable(ch->fd) == 1, "event pending");
-	CHECK(ibv_destroy_cq(cq) == 0, "destroy with an unread event does not block");
-	CHECK(!readable(ch->fd), "the unread event is gone with its CQ");
+	T_OK(readable(ch->fd) == 1, "event pending");
+	T_OK(ibv_destroy_cq(cq) == 0, "destroy with an unread event does not block");
+	T_OK(!readable(ch->fd), "the unread event is gone with its CQ");
 	errno = 0;
-	CHECK(ibv_get_cq_event(ch, &ev, &evctx) == -1 && errno == EAGAIN, "nothing to get");
+	T_OK(ibv_get_cq_event(ch, &ev, &evctx) == -1 && errno == EAGAIN, "nothing to get");
 
 	/* resize keeps entries */
 	cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
@@ -159,10 +125,10 @@ int main(void)
 	ibv_poll_cq(cq, 2, wc); /* head moves: entries wrap in the new ring */
 	for (i = 5; i < 9; i++)
 		push(cq, 100 + i, IBV_WC_SUCCESS, false);
-	CHECK(ibv_resize_cq(cq, 4) == EINVAL, "resize below the 7 waiting entries -> EINVAL");
-	CHECK(ibv_resize_cq(cq, 30) == 0 && cq->cqe >= 30, "resize up");
+	T_OK(ibv_resize_cq(cq, 4) == EINVAL, "resize below the 7 waiting entries -> EINVAL");
+	T_OK(ibv_resize_cq(cq, 30) == 0 && cq->cqe >= 30, "resize up");
 	n = ibv_poll_cq(cq, 8, wc);
-	CHECK(n == 7 && wc[0].wr_id == 102 && wc[6].wr_id == 108, "entries kept in order (%d)", n);
+	T_OK(n == 7 && wc[0].wr_id == 102 && wc[6].wr_id == 108, "entries kept in order (%d)", n);
 	ibv_destroy_cq(cq);
 
 	/* ibv_cq_ex polling */
@@ -175,33 +141,32 @@ int main(void)
 				    .imm_data = htobe32(0xabcd), .qp_num = 0x42, .src_qp = 0x43,
 				    .wc_flags = IBV_WC_WITH_IMM, .slid = 0, .sl = 3 };
 
-		CHECK(cx != NULL, "create_cq_ex");
+		T_OK(cx != NULL, "create_cq_ex");
 		if (!cx)
 			return 1;
-		CHECK(ibv_start_poll(cx, &pa) == ENOENT, "empty -> ENOENT");
+		T_OK(ibv_start_poll(cx, &pa) == ENOENT, "empty -> ENOENT");
 		srn_cq_push(srn_cq(ibv_cq_ex_to_cq(cx)), &w, false);
 		w.wr_id = 8;
 		w.status = IBV_WC_LOC_LEN_ERR;
 		srn_cq_push(srn_cq(ibv_cq_ex_to_cq(cx)), &w, false);
-		CHECK(ibv_start_poll(cx, &pa) == 0 && cx->wr_id == 7 && cx->status == IBV_WC_SUCCESS,
-		      "start_poll: first entry");
-		CHECK(ibv_wc_read_opcode(cx) == IBV_WC_RECV_RDMA_WITH_IMM &&
-		      ibv_wc_read_byte_len(cx) == 4096 &&
-		      ibv_wc_read_imm_data(cx) == htobe32(0xabcd) &&
-		      ibv_wc_read_qp_num(cx) == 0x42 && ibv_wc_read_src_qp(cx) == 0x43 &&
-		      (ibv_wc_read_wc_flags(cx) & IBV_WC_WITH_IMM) && ibv_wc_read_sl(cx) == 3,
-		      "read_* accessors");
-		CHECK(ibv_next_poll(cx) == 0 && cx->wr_id == 8 && cx->status == IBV_WC_LOC_LEN_ERR,
-		      "next_poll: second entry");
-		CHECK(ibv_next_poll(cx) == ENOENT, "next_poll at the end -> ENOENT");
+		T_OK(ibv_start_poll(cx, &pa) == 0 && cx->wr_id == 7 && cx->status == IBV_WC_SUCCESS,
+		     "start_poll: first entry");
+		T_OK(ibv_wc_read_opcode(cx) == IBV_WC_RECV_RDMA_WITH_IMM &&
+		     ibv_wc_read_byte_len(cx) == 4096 &&
+		     ibv_wc_read_imm_data(cx) == htobe32(0xabcd) &&
+		     ibv_wc_read_qp_num(cx) == 0x42 && ibv_wc_read_src_qp(cx) == 0x43 &&
+		     (ibv_wc_read_wc_flags(cx) & IBV_WC_WITH_IMM) && ibv_wc_read_sl(cx) == 3,
+		     "read_* accessors");
+		T_OK(ibv_next_poll(cx) == 0 && cx->wr_id == 8 && cx->status == IBV_WC_LOC_LEN_ERR,
+		     "next_poll: second entry");
+		T_OK(ibv_next_poll(cx) == ENOENT, "next_poll at the end -> ENOENT");
 		ibv_end_poll(cx);
-		CHECK(ibv_start_poll(cx, &pa) == ENOENT, "consumed");
-		CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cx)) == 0, "destroy cq_ex");
+		T_OK(ibv_start_poll(cx, &pa) == ENOENT, "consumed");
+		T_OK(ibv_destroy_cq(ibv_cq_ex_to_cq(cx)) == 0, "destroy cq_ex");
 	}
 
-	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy channel");
+	T_OK(ibv_destroy_comp_channel(ch) == 0, "destroy channel");
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
-	printf("%d checks, %d failed\n", checks, fails);
-	return fails ? 1 : 0;
+	t_lo_free();
+	return t_summary();
 }

@@ -10,18 +10,7 @@
 #include <unistd.h>
 
 #include "t_wire_vectors.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                               \
-	do {                                                           \
-		if (!(cond)) {                                         \
-			if (failures++ < 20) {                         \
-				fprintf(stderr, "FAIL: " __VA_ARGS__); \
-				fputc('\n', stderr);                   \
-			}                                              \
-		}                                                      \
-	} while (0)
+#include "tests/lib/t_util.h"
 
 enum { PER_FILE = 4, MAX_PKTS = 256, THREADS = 4, PER_THREAD = 50 };
 
@@ -84,17 +73,17 @@ static int check_file(const char *path, int in_order)
 	int n = 0, good = 0;
 
 	if (net_pcap_reader_open(&r, path) < 0) {
-		CHECK(0, "cannot reopen %s", path);
+		T_CHECK(0, "cannot reopen %s", path);
 		return 0;
 	}
-	CHECK(r.linktype == 1, "linktype %u", r.linktype);
+	T_CHECK(r.linktype == 1, "linktype %u", r.linktype);
 	while (n < 100000 && net_pcap_reader_next(&r, frame, sizeof(frame), &len, NULL) == 1) {
 		const struct sample *s = &samples[in_order ? n % nsamples : 0];
 		int rc = wire_frame_parse(frame, len, 1, &l3, &roce, &rl);
 		uint16_t id = 0;
 
 		n++;
-		CHECK(rc == 0, "record %d: frame parse %d", n, rc);
+		T_CHECK(rc == 0, "record %d: frame parse %d", n, rc);
 		if (rc)
 			continue;
 		if (!in_order) /* find the sample by its content */
@@ -104,11 +93,11 @@ static int check_file(const char *path, int in_order)
 		if (s->len != rl || memcmp(s->roce, roce, rl) || l3.family != s->l3.family ||
 		    memcmp(l3.src, s->l3.src, 16) || memcmp(l3.dst, s->l3.dst, 16) ||
 		    l3.sport != s->l3.sport || l3.dport != s->l3.dport || l3.ip_id != s->l3.ip_id) {
-			CHECK(0, "record %d differs from what was written", n);
+			T_CHECK(0, "record %d differs from what was written", n);
 			continue;
 		}
-		CHECK(wire_icrc_verify(&l3, roce, rl, &id) == 0 && id == s->l3.ip_id,
-		      "record %d: ICRC does not verify on the rebuilt headers", n);
+		T_CHECK(wire_icrc_verify(&l3, roce, rl, &id) == 0 && id == s->l3.ip_id,
+			"record %d: ICRC does not verify on the rebuilt headers", n);
 		good++;
 	}
 	net_pcap_reader_close(&r);
@@ -140,7 +129,7 @@ static void check_tshark(const char *path)
 		 "timeout 60 tshark -r '%s' -d udp.port==4791,infiniband -V 2>&1", path);
 	p = popen(cmd, "r");
 	if (!p) {
-		CHECK(0, "popen tshark");
+		T_CHECK(0, "popen tshark");
 		return;
 	}
 	while (fgets(line, sizeof(line), p)) {
@@ -156,15 +145,15 @@ static void check_tshark(const char *path)
 
 			v = q ? (unsigned)strtoul(q + 1, NULL, 10) : 999;
 			if (nop < nsamples)
-				CHECK(v == samples[nop].roce[0], "tshark opcode %u, wrote %u", v,
-				      samples[nop].roce[0]);
+				T_CHECK(v == samples[nop].roce[0], "tshark opcode %u, wrote %u", v,
+					samples[nop].roce[0]);
 			nop++;
 		} else if (sscanf(s, "Packet Sequence Number: %u", &v) == 1) {
 			if (npsn < nsamples) {
 				const uint8_t *b = samples[npsn].roce;
 
-				CHECK(v == ((unsigned)b[9] << 16 | b[10] << 8 | b[11]),
-				      "tshark PSN %u for packet %d", v, npsn);
+				T_CHECK(v == ((unsigned)b[9] << 16 | b[10] << 8 | b[11]),
+					"tshark PSN %u for packet %d", v, npsn);
 			}
 			npsn++;
 		}
@@ -172,10 +161,10 @@ static void check_tshark(const char *path)
 	rc = pclose(p);
 	printf("  tshark: %d opcodes, %d PSNs, %d malformed (wrote %d packets)\n", nop, npsn,
 	       malformed, nsamples);
-	CHECK(rc == 0, "tshark exit status %d", rc);
-	CHECK(nop == nsamples && npsn == nsamples, "tshark saw %d/%d packets of %d", nop, npsn,
-	      nsamples);
-	CHECK(malformed == 0, "tshark reports malformed packets");
+	T_CHECK(rc == 0, "tshark exit status %d", rc);
+	T_CHECK(nop == nsamples && npsn == nsamples, "tshark saw %d/%d packets of %d", nop, npsn,
+		nsamples);
+	T_CHECK(malformed == 0, "tshark reports malformed packets");
 }
 
 int main(void)
@@ -185,10 +174,8 @@ int main(void)
 	pthread_t th[THREADS];
 	int nfiles = t_vector_files(files), fd, n;
 
-	if (nfiles <= 0) {
-		fprintf(stderr, "no vectors in %s (set SRN_SOURCE)\n", t_vectors_dir());
-		return 1;
-	}
+	if (nfiles <= 0)
+		t_bail("no vectors in %s (set SRN_SOURCE)", t_vectors_dir());
 	for (int i = 0; i < nfiles; i++) {
 		int taken = 0;
 
@@ -197,11 +184,11 @@ int main(void)
 	}
 	printf("collected %d sample packets (IPv4 and IPv6) from %d captures\n", nsamples,
 	       nfiles);
-	CHECK(nsamples >= nfiles, "too few samples");
+	T_CHECK(nsamples >= nfiles, "too few samples");
 
 	printf("errors: open of a bad path fails, writing with no capture is a no-op\n");
-	CHECK(net_pcap_open("/nonexistent-dir/x.pcap") < 0, "bad path opened");
-	CHECK(!net_pcap_enabled(), "enabled after a failed open");
+	T_CHECK(net_pcap_open("/nonexistent-dir/x.pcap") < 0, "bad path opened");
+	T_CHECK(!net_pcap_enabled(), "enabled after a failed open");
 	write_sample(&samples[0]);
 
 	fd = mkstemp(path);
@@ -211,25 +198,25 @@ int main(void)
 	}
 	close(fd);
 	printf("writing %d packets to %s\n", nsamples, path);
-	CHECK(net_pcap_open(path) == 0, "open %s", path);
-	CHECK(net_pcap_enabled(), "not enabled after open");
+	T_CHECK(net_pcap_open(path) == 0, "open %s", path);
+	T_CHECK(net_pcap_enabled(), "not enabled after open");
 	write_sample(&samples[0]);
 	/* flushed per packet: readable while still open */
-	CHECK(read_back_count(path) == 1, "first packet not on disk before close");
+	T_CHECK(read_back_count(path) == 1, "first packet not on disk before close");
 	for (int i = 1; i < nsamples; i++)
 		write_sample(&samples[i]);
-	CHECK(read_back_count(path) == nsamples, "not every packet on disk before close");
+	T_CHECK(read_back_count(path) == nsamples, "not every packet on disk before close");
 	net_pcap_close();
-	CHECK(!net_pcap_enabled(), "enabled after close");
+	T_CHECK(!net_pcap_enabled(), "enabled after close");
 	write_sample(&samples[0]); /* after close: ignored */
 
 	n = check_file(path, 1);
 	printf("  read back %d records identical to what was written\n", n);
-	CHECK(n == nsamples, "%d of %d records good", n, nsamples);
+	T_CHECK(n == nsamples, "%d of %d records good", n, nsamples);
 	check_tshark(path);
 
 	printf("%d threads x %d packets into one capture\n", THREADS, PER_THREAD);
-	CHECK(net_pcap_open(path) == 0, "reopen %s", path);
+	T_CHECK(net_pcap_open(path) == 0, "reopen %s", path);
 	for (long t = 0; t < THREADS; t++)
 		pthread_create(&th[t], NULL, writer_thread, (void *)t);
 	for (int t = 0; t < THREADS; t++)
@@ -237,18 +224,17 @@ int main(void)
 	net_pcap_close();
 	n = check_file(path, 0);
 	printf("  %d intact records\n", n);
-	CHECK(n == THREADS * PER_THREAD, "%d of %d records intact", n, THREADS * PER_THREAD);
+	T_CHECK(n == THREADS * PER_THREAD, "%d of %d records intact", n, THREADS * PER_THREAD);
 
 	printf("SOFTRNIC_PCAP: net_pcap_open_env opens it once per process\n");
 	setenv("SOFTRNIC_PCAP", path, 1);
-	CHECK(net_pcap_open_env() == 0 && net_pcap_enabled(), "open_env");
+	T_CHECK(net_pcap_open_env() == 0 && net_pcap_enabled(), "open_env");
 	write_sample(&samples[1]);
 	net_pcap_close();
-	CHECK(net_pcap_open_env() == 0 && !net_pcap_enabled(), "open_env twice reopened");
-	CHECK(read_back_count(path) == 1, "open_env capture has %d records",
-	      read_back_count(path));
+	T_CHECK(net_pcap_open_env() == 0 && !net_pcap_enabled(), "open_env twice reopened");
+	T_CHECK(read_back_count(path) == 1, "open_env capture has %d records",
+		read_back_count(path));
 
 	unlink(path);
-	printf("%s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	return t_summary();
 }

@@ -6,18 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/lib/t_util.h"
 #include "verbs/datapath.h"
-
-static int fails, checks;
-
-#define CHECK(cond, ...) do {                                          \
-	checks++;                                                       \
-	if (!(cond)) {                                                  \
-		fails++;                                                \
-		printf("FAIL - " __VA_ARGS__);                          \
-		printf("   (%s:%d: %s)\n", __FILE__, __LINE__, #cond);  \
-	}                                                               \
-} while (0)
 
 static const char *sname[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
 static const char *tname(enum ibv_qp_type t)
@@ -81,34 +71,34 @@ static void check_pair(enum ibv_qp_type t, enum ibv_qp_state c, enum ibv_qp_stat
 	bool valid = srn_qp_transition(t, c, n, &req, &opt);
 
 	good_attr(&a, c, n);
-	CHECK(valid == expected_valid(c, n), "%s %s->%s validity\n", tname(t), sname[c], sname[n]);
+	T_CHECK(valid == expected_valid(c, n), "%s %s->%s validity", tname(t), sname[c], sname[n]);
 	if (!valid) {
-		CHECK(srn_qp_modify_check(t, c, &a, IBV_QP_STATE, &env) == EINVAL,
-		      "%s %s->%s refused\n", tname(t), sname[c], sname[n]);
+		T_CHECK(srn_qp_modify_check(t, c, &a, IBV_QP_STATE, &env) == EINVAL,
+			"%s %s->%s refused", tname(t), sname[c], sname[n]);
 		return;
 	}
-	CHECK(srn_qp_modify_check(t, c, &a, IBV_QP_STATE | req, &env) == 0,
-	      "%s %s->%s with required mask 0x%x\n", tname(t), sname[c], sname[n], req);
+	T_CHECK(srn_qp_modify_check(t, c, &a, IBV_QP_STATE | req, &env) == 0,
+		"%s %s->%s with required mask 0x%x", tname(t), sname[c], sname[n], req);
 	for (bit = 1; bit <= IBV_QP_RATE_LIMIT; bit <<= 1) {
 		int m = IBV_QP_STATE | req;
 
 		if (bit == IBV_QP_STATE)
 			continue;
 		if (req & bit) {
-			CHECK(srn_qp_modify_check(t, c, &a, m & ~bit, &env) == EINVAL,
-			      "%s %s->%s without required 0x%x\n", tname(t), sname[c], sname[n], bit);
+			T_CHECK(srn_qp_modify_check(t, c, &a, m & ~bit, &env) == EINVAL,
+				"%s %s->%s without required 0x%x", tname(t), sname[c], sname[n], bit);
 		} else if (opt & bit) {
-			CHECK(srn_qp_modify_check(t, c, &a, m | bit, &env) == 0,
-			      "%s %s->%s optional 0x%x accepted\n", tname(t), sname[c], sname[n], bit);
+			T_CHECK(srn_qp_modify_check(t, c, &a, m | bit, &env) == 0,
+				"%s %s->%s optional 0x%x accepted", tname(t), sname[c], sname[n], bit);
 		} else {
-			CHECK(srn_qp_modify_check(t, c, &a, m | bit, &env) == EINVAL,
-			      "%s %s->%s extra 0x%x refused\n", tname(t), sname[c], sname[n], bit);
+			T_CHECK(srn_qp_modify_check(t, c, &a, m | bit, &env) == EINVAL,
+				"%s %s->%s extra 0x%x refused", tname(t), sname[c], sname[n], bit);
 		}
 	}
 	/* Without IBV_QP_STATE the call is a cur->cur transition. */
 	if (c == n)
-		CHECK(srn_qp_modify_check(t, c, &a, req, &env) == 0,
-		      "%s %s attribute-only modify\n", tname(t), sname[c]);
+		T_CHECK(srn_qp_modify_check(t, c, &a, req, &env) == 0,
+			"%s %s attribute-only modify", tname(t), sname[c]);
 }
 
 /* One bad value at a time on a transition that takes the attribute. */
@@ -120,11 +110,11 @@ static void check_value(enum ibv_qp_type t, enum ibv_qp_state c, enum ibv_qp_sta
 
 	srn_qp_transition(t, c, n, &req, &opt);
 	good_attr(&a, c, n);
-	CHECK(srn_qp_modify_check(t, c, &a, IBV_QP_STATE | req | extra, &env) == 0,
-	      "%s baseline\n", what);
+	T_CHECK(srn_qp_modify_check(t, c, &a, IBV_QP_STATE | req | extra, &env) == 0,
+		"%s baseline", what);
 	spoil(&a);
-	CHECK(srn_qp_modify_check(t, c, &a, IBV_QP_STATE | req | extra, &env) == EINVAL,
-	      "%s refused\n", what);
+	T_CHECK(srn_qp_modify_check(t, c, &a, IBV_QP_STATE | req | extra, &env) == EINVAL,
+		"%s refused", what);
 }
 
 static void s_port(struct ibv_qp_attr *a) { a->port_num = 2; }
@@ -157,22 +147,22 @@ int main(void)
 		for (c = 0; c <= IBV_QPS_ERR; c++)
 			for (n = 0; n <= IBV_QPS_ERR; n++)
 				check_pair(types[ti], c, n);
-	printf("state graph and masks: %d checks\n", checks);
+	printf("state graph and masks: %d checks\n", t_checks);
 
 	/* Spot checks of the table against IBTA's Table 91 rows that every
 	 * RC program depends on. */
 	srn_qp_transition(IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, &req, &opt);
-	CHECK(req == (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), "RC RESET->INIT req\n");
+	T_CHECK(req == (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), "RC RESET->INIT req");
 	srn_qp_transition(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, &req, &opt);
-	CHECK(req == (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-		      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), "RC INIT->RTR req\n");
+	T_CHECK(req == (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+		      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), "RC INIT->RTR req");
 	srn_qp_transition(IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS, &req, &opt);
-	CHECK(req == (IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-		      IBV_QP_MAX_QP_RD_ATOMIC), "RC RTR->RTS req\n");
+	T_CHECK(req == (IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+		      IBV_QP_MAX_QP_RD_ATOMIC), "RC RTR->RTS req");
 	srn_qp_transition(IBV_QPT_UD, IBV_QPS_RESET, IBV_QPS_INIT, &req, &opt);
-	CHECK(req == (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), "UD RESET->INIT req\n");
-	CHECK(!srn_qp_transition(IBV_QPT_XRC_SEND, IBV_QPS_RESET, IBV_QPS_INIT, &req, &opt),
-	      "XRC has no table\n");
+	T_CHECK(req == (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), "UD RESET->INIT req");
+	T_CHECK(!srn_qp_transition(IBV_QPT_XRC_SEND, IBV_QPS_RESET, IBV_QPS_INIT, &req, &opt),
+		"XRC has no table");
 
 	check_value(IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, 0, s_port, "port_num 2");
 	check_value(IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, 0, s_port0, "port_num 0");
@@ -199,13 +189,12 @@ int main(void)
 		struct ibv_qp_attr a;
 
 		good_attr(&a, IBV_QPS_RTS, IBV_QPS_UNKNOWN);
-		CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_RTS, &a, IBV_QP_STATE, &env) == EINVAL,
-		      "qp_state UNKNOWN refused\n");
+		T_CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_RTS, &a, IBV_QP_STATE, &env) == EINVAL,
+			"qp_state UNKNOWN refused");
 		good_attr(&a, IBV_QPS_INIT, IBV_QPS_RTR);
-		CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_INIT, &a, IBV_QP_STATE | IBV_QP_CAP, &env) == EINVAL,
-		      "IBV_QP_CAP (resize) refused\n");
+		T_CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_INIT, &a, IBV_QP_STATE | IBV_QP_CAP, &env) == EINVAL,
+			"IBV_QP_CAP (resize) refused");
 	}
 
-	printf("%d checks, %d failed\n", checks, fails);
-	return fails ? 1 : 0;
+	return t_summary();
 }

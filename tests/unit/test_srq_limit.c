@@ -12,21 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/lib/t_verbs.h"
 #include "verbs/datapath.h"
-
-static int fails, checks;
-
-#define CHECK(cond, ...) do {                                         \
-	checks++;                                                      \
-	if (cond) {                                                    \
-		printf("ok   - " __VA_ARGS__);                         \
-	} else {                                                       \
-		fails++;                                               \
-		printf("FAIL - " __VA_ARGS__);                         \
-		printf("       (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-	}                                                              \
-	printf("\n");                                                  \
-} while (0)
 
 static int post(struct ibv_srq *srq, uint64_t first, int n)
 {
@@ -59,24 +46,13 @@ static int limit_events(struct ibv_context *ctx, struct ibv_srq *srq)
 	return n;
 }
 
-struct destroyer {
-	struct ibv_srq *srq;
-	atomic_int done;
-	int ret;
-};
-
-static void *destroy_thread(void *arg)
+static int destroy_srq(void *srq)
 {
-	struct destroyer *d = arg;
-
-	d->ret = ibv_destroy_srq(d->srq);
-	atomic_store(&d->done, 1);
-	return NULL;
+	return ibv_destroy_srq(srq);
 }
 
 int main(void)
 {
-	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_srq *srq;
@@ -84,85 +60,73 @@ int main(void)
 	struct ibv_srq_attr sa;
 	struct srn_recv_wqe w;
 	struct ibv_async_event ev;
-	struct destroyer d = { 0 };
-	pthread_t th;
+	struct t_bg bg;
 	uint64_t expect;
 	int i, ok, fl;
 
-	setenv("SOFTRNIC_DEVICES", "lo", 1);
-	list = ibv_get_device_list(NULL);
-	ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
-	if (!ctx) {
-		printf("SKIP: no device\n");
-		return 77;
-	}
+	ctx = t_lo_open();
 	fl = fcntl(ctx->async_fd, F_GETFL);
 	fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
 	pd = ibv_alloc_pd(ctx);
 	srq = pd ? ibv_create_srq(pd, &ia) : NULL;
-	CHECK(srq && ia.attr.max_wr == 8, "SRQ of 8");
+	T_OK(srq && ia.attr.max_wr == 8, "SRQ of 8");
 	if (!srq)
 		return 1;
 
-	CHECK(srn_srq_take(srn_srq(srq), &w) == -ENOENT, "take from empty -> -ENOENT");
-	CHECK(post(srq, 100, 8) == 0 && srn_srq_count(srn_srq(srq)) == 8, "post 8");
+	T_OK(srn_srq_take(srn_srq(srq), &w) == -ENOENT, "take from empty -> -ENOENT");
+	T_OK(post(srq, 100, 8) == 0 && srn_srq_count(srn_srq(srq)) == 8, "post 8");
 	sa.srq_limit = 4;
-	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == 0, "arm limit 4");
+	T_OK(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == 0, "arm limit 4");
 	ok = 1;
 	for (i = 0; i < 4; i++)
 		ok &= srn_srq_take(srn_srq(srq), &w) == 0 && w.wr_id == 100 + (uint64_t)i &&
 		      w.num_sge == 1 && w.length == 64;
-	CHECK(ok, "take 4 in FIFO order with their scatter lists");
-	CHECK(limit_events(ctx, srq) == 0, "4 left (not below 4): no event");
-	CHECK(srn_srq_take(srn_srq(srq), &w) == 0 && w.wr_id == 104, "take the 5th");
-	CHECK(limit_events(ctx, srq) == 1, "3 left: one SRQ_LIMIT_REACHED naming the SRQ");
-	CHECK(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 0, "limit disarmed (reads 0)");
+	T_OK(ok, "take 4 in FIFO order with their scatter lists");
+	T_OK(limit_events(ctx, srq) == 0, "4 left (not below 4): no event");
+	T_OK(srn_srq_take(srn_srq(srq), &w) == 0 && w.wr_id == 104, "take the 5th");
+	T_OK(limit_events(ctx, srq) == 1, "3 left: one SRQ_LIMIT_REACHED naming the SRQ");
+	T_OK(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 0, "limit disarmed (reads 0)");
 	srn_srq_take(srn_srq(srq), &w);
 	srn_srq_take(srn_srq(srq), &w);
-	CHECK(limit_events(ctx, srq) == 0, "no second event while disarmed");
+	T_OK(limit_events(ctx, srq) == 0, "no second event while disarmed");
 
 	/* re-arm: 1 left, limit 2 -> next take fires (0 < 2) */
 	sa.srq_limit = 2;
-	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == 0, "re-arm limit 2 with 1 posted");
-	CHECK(limit_events(ctx, srq) == 0, "arming alone raises nothing");
-	CHECK(srn_srq_take(srn_srq(srq), &w) == 0 && w.wr_id == 107, "take the last");
-	CHECK(limit_events(ctx, srq) == 1, "event again after re-arming");
-	CHECK(srn_srq_take(srn_srq(srq), &w) == -ENOENT, "empty again");
+	T_OK(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == 0, "re-arm limit 2 with 1 posted");
+	T_OK(limit_events(ctx, srq) == 0, "arming alone raises nothing");
+	T_OK(srn_srq_take(srn_srq(srq), &w) == 0 && w.wr_id == 107, "take the last");
+	T_OK(limit_events(ctx, srq) == 1, "event again after re-arming");
+	T_OK(srn_srq_take(srn_srq(srq), &w) == -ENOENT, "empty again");
 
 	/* wrap the ring, then grow it: order must survive */
-	CHECK(post(srq, 200, 8) == 0, "post 8 more (ring wraps)");
+	T_OK(post(srq, 200, 8) == 0, "post 8 more (ring wraps)");
 	for (i = 0; i < 3; i++)
 		srn_srq_take(srn_srq(srq), &w);
 	sa.max_wr = 64;
-	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR) == 0 && sa.max_wr == 64, "grow to 64");
-	CHECK(post(srq, 208, 20) == 0, "post 20 into the larger ring");
+	T_OK(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR) == 0 && sa.max_wr == 64, "grow to 64");
+	T_OK(post(srq, 208, 20) == 0, "post 20 into the larger ring");
 	ok = 1;
 	expect = 203;
 	while (srn_srq_take(srn_srq(srq), &w) == 0 && expect < 300)
 		ok &= w.wr_id == expect++;
-	CHECK(ok && expect == 228, "FIFO across the resize (203..227, got up to %llu)",
-	      (unsigned long long)expect);
+	T_OK(ok && expect == 228, "FIFO across the resize (203..227, got up to %llu)",
+	     (unsigned long long)expect);
 
 	/* destroy waits for the ack of a reported event */
 	post(srq, 300, 2);
 	sa.srq_limit = 2;
 	ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT);
 	srn_srq_take(srn_srq(srq), &w);
-	CHECK(ibv_get_async_event(ctx, &ev) == 0 &&
-	      ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED, "event taken, not acked yet");
-	d.srq = srq;
-	pthread_create(&th, NULL, destroy_thread, &d);
+	T_OK(ibv_get_async_event(ctx, &ev) == 0 &&
+	     ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED, "event taken, not acked yet");
+	t_bg_start(&bg, destroy_srq, srq);
 	usleep(100 * 1000);
-	CHECK(!atomic_load(&d.done), "destroy blocks while the event is unacked");
+	T_OK(!t_bg_done(&bg), "destroy blocks while the event is unacked");
 	ibv_ack_async_event(&ev);
-	for (i = 0; i < 200 && !atomic_load(&d.done); i++)
-		usleep(10 * 1000);
-	pthread_join(th, NULL);
-	CHECK(d.ret == 0, "destroy completes after the ack");
+	T_OK(t_bg_wait(&bg, 2000) && bg.ret == 0, "destroy completes after the ack");
 
-	CHECK(ibv_dealloc_pd(pd) == 0, "PD free");
+	T_OK(ibv_dealloc_pd(pd) == 0, "PD free");
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
-	printf("%d/%d checks passed\n", checks - fails, checks);
-	return fails ? 1 : 0;
+	t_lo_free();
+	return t_summary();
 }

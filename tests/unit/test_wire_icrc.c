@@ -10,29 +10,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "tests/lib/t_util.h"
 #include "wire/wire.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                       \
-	do {                                                   \
-		if (!(cond)) {                                 \
-			if (failures++ < 20) {                 \
-				fprintf(stderr, "FAIL: " __VA_ARGS__); \
-				fputc('\n', stderr);           \
-			}                                      \
-		}                                              \
-	} while (0)
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint32_t t_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng >> 16);
-}
 
 static struct wire_l3 t_l3_v4(uint16_t id)
 {
@@ -71,7 +50,7 @@ static void test_seed(void)
 
 	memset(ff, 0xff, sizeof(ff));
 	printf("seed: CRC-32 of 8 x 0xff register is 0xdebb20e3 (WIRE.md)\n");
-	CHECK(crc32_gzip_refl(0, ff, 8) == ~0xdebb20e3u, "seed");
+	T_CHECK(crc32_gzip_refl(0, ff, 8) == ~0xdebb20e3u, "seed");
 }
 
 static void test_iov_split(void)
@@ -86,14 +65,14 @@ static void test_iov_split(void)
 	for (size_t a = 0; a <= n; a++) {
 		struct iovec two[3] = { { buf, a }, { NULL, 0 }, { buf + a, n - a } };
 
-		CHECK(wire_icrc(&l3, two, 3) == want, "split at %zu", a);
+		T_CHECK(wire_icrc(&l3, two, 3) == want, "split at %zu", a);
 		if (a > 40)
 			continue;
 		for (size_t b = a; b <= 40; b++) {
 			struct iovec three[3] = { { buf, a }, { buf + a, b - a },
 						  { buf + b, n - b } };
 
-			CHECK(wire_icrc(&l3, three, 3) == want, "split at %zu,%zu", a, b);
+			T_CHECK(wire_icrc(&l3, three, 3) == want, "split at %zu,%zu", a, b);
 		}
 	}
 }
@@ -119,7 +98,7 @@ static void test_id_solve(void)
 		if (rc == 0 && id == real)
 			found++;
 	}
-	CHECK(found == 65536, "found %u of 65536 IDs", found);
+	T_CHECK(found == 65536, "found %u of 65536 IDs", found);
 
 	printf("ID solve: 2000 packets of 0..9000 bytes, random IDs and guesses\n");
 	found = 0;
@@ -133,7 +112,7 @@ static void test_id_solve(void)
 		if (rc == 0 && id == real)
 			found++;
 	}
-	CHECK(found == 2000, "found %u of 2000", found);
+	T_CHECK(found == 2000, "found %u of 2000", found);
 
 	printf("false accepts: 50000 packets with one random covered bit flipped\n");
 	for (int i = 0; i < 50000; i++) {
@@ -150,7 +129,7 @@ static void test_id_solve(void)
 	}
 	/* at most 50000 / 65536 = 0.76 expected; 6 or more is p < 1e-4 */
 	printf("  %u accepted (chance at most 2^-16 each)\n", accepted);
-	CHECK(accepted <= 5, "%u corrupted packets accepted", accepted);
+	T_CHECK(accepted <= 5, "%u corrupted packets accepted", accepted);
 
 	/* A random ICRC is explained by some ID with probability 2^-16: the
 	 * solve leaves a 16-bit check, no more. */
@@ -166,7 +145,7 @@ static void test_id_solve(void)
 	}
 	/* 200000 / 65536 = 3.05 expected; 12 or more is p < 1e-4. */
 	printf("  %u accepted (expected about 3)\n", accepted);
-	CHECK(accepted <= 11, "%u random ICRCs accepted", accepted);
+	T_CHECK(accepted <= 11, "%u random ICRCs accepted", accepted);
 }
 
 static void test_ipv6(void)
@@ -181,15 +160,15 @@ static void test_ipv6(void)
 	memcpy(l3.dst, l3.src, 16);
 	l3.dst[0] = 0xfe;
 	n = t_make_pkt(buf, &l3, 100);
-	CHECK(wire_icrc_verify(&l3, buf, n, NULL) == 0, "v6 verify");
+	T_CHECK(wire_icrc_verify(&l3, buf, n, NULL) == 0, "v6 verify");
 	l3.ip_id = 1234; /* no such field in IPv6: must not matter */
-	CHECK(wire_icrc_verify(&l3, buf, n, NULL) == 0, "v6 verify ignores ip_id");
+	T_CHECK(wire_icrc_verify(&l3, buf, n, NULL) == 0, "v6 verify ignores ip_id");
 	l3.dst[1] ^= 1;
-	CHECK(wire_icrc_verify(&l3, buf, n, NULL) == -EBADMSG, "v6 wrong address");
+	T_CHECK(wire_icrc_verify(&l3, buf, n, NULL) == -EBADMSG, "v6 wrong address");
 	l3.dst[1] ^= 1;
 	buf[20] ^= 4;
-	CHECK(wire_icrc_verify(&l3, buf, n, NULL) == -EBADMSG, "v6 flipped bit");
-	CHECK(wire_icrc_verify(&l3, buf, 15, NULL) == -EBADMSG, "v6 too short");
+	T_CHECK(wire_icrc_verify(&l3, buf, n, NULL) == -EBADMSG, "v6 flipped bit");
+	T_CHECK(wire_icrc_verify(&l3, buf, 15, NULL) == -EBADMSG, "v6 too short");
 }
 
 static void test_l3_hdrs(void)
@@ -202,26 +181,26 @@ static void test_l3_hdrs(void)
 	printf("IP/UDP headers: lengths from the RoCE length, IPv4 checksum valid\n");
 	l3.ttl_hop = 0;
 	n = wire_l3_hdrs(h, &l3, 1000, false);
-	CHECK(n == 28, "v4 length %zu", n);
+	T_CHECK(n == 28, "v4 length %zu", n);
 	for (int i = 0; i < 20; i += 2)
 		sum += (uint32_t)h[i] << 8 | h[i + 1];
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
-	CHECK(sum == 0xffff, "IPv4 checksum");
-	CHECK((h[2] << 8 | h[3]) == 1028 && (h[24] << 8 | h[25]) == 1008, "v4 lengths");
-	CHECK(h[8] == 64 && h[6] == 0x40 && h[26] == 0 && h[27] == 0, "TTL 64, DF, csum 0");
-	CHECK((h[4] << 8 | h[5]) == 0x1234 && (h[22] << 8 | h[23]) == 4791, "id, dport");
+	T_CHECK(sum == 0xffff, "IPv4 checksum");
+	T_CHECK((h[2] << 8 | h[3]) == 1028 && (h[24] << 8 | h[25]) == 1008, "v4 lengths");
+	T_CHECK(h[8] == 64 && h[6] == 0x40 && h[26] == 0 && h[27] == 0, "TTL 64, DF, csum 0");
+	T_CHECK((h[4] << 8 | h[5]) == 0x1234 && (h[22] << 8 | h[23]) == 4791, "id, dport");
 	n = wire_l3_hdrs(h, &l3, 1000, true);
-	CHECK(n == 28 && h[1] == 0xff && h[8] == 0xff && h[10] == 0xff && h[11] == 0xff &&
+	T_CHECK(n == 28 && h[1] == 0xff && h[8] == 0xff && h[10] == 0xff && h[11] == 0xff &&
 		      h[26] == 0xff && h[27] == 0xff,
-	      "ICRC mask v4");
+		"ICRC mask v4");
 	l3.family = AF_INET6;
 	n = wire_l3_hdrs(h, &l3, 1000, true);
-	CHECK(n == 48 && h[0] == 0x6f && h[1] == 0xff && h[2] == 0xff && h[3] == 0xff &&
+	T_CHECK(n == 48 && h[0] == 0x6f && h[1] == 0xff && h[2] == 0xff && h[3] == 0xff &&
 		      h[7] == 0xff && (h[4] << 8 | h[5]) == 1008 && h[6] == 17,
-	      "ICRC mask v6");
+		"ICRC mask v6");
 	l3.family = 12345;
-	CHECK(wire_l3_hdrs(h, &l3, 1000, true) == 0, "bad family");
+	T_CHECK(wire_l3_hdrs(h, &l3, 1000, true) == 0, "bad family");
 }
 
 static void test_sport(void)
@@ -233,13 +212,13 @@ static void test_sport(void)
 	for (uint32_t qpn = 0; qpn < 4096; qpn++) {
 		uint16_t p = wire_udp_sport(qpn);
 
-		CHECK((p & 0xc000) == 0xc000, "qpn %u port %x", qpn, p);
-		CHECK(p == wire_udp_sport(qpn), "stable");
+		T_CHECK((p & 0xc000) == 0xc000, "qpn %u port %x", qpn, p);
+		T_CHECK(p == wire_udp_sport(qpn), "stable");
 		if (!seen[p & 0x3fff]++)
 			distinct++;
 	}
 	printf("  %u distinct ports for 4096 QPNs\n", distinct);
-	CHECK(distinct > 3000, "poor spread: %u", distinct);
+	T_CHECK(distinct > 3000, "poor spread: %u", distinct);
 }
 
 static void test_speed(void)
@@ -264,11 +243,12 @@ static void test_speed(void)
 	solve_ns = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / 2000;
 	printf("cost (4 KiB packet, informational): ICRC %.0f ns, verify with ID solve %.0f ns\n",
 	       crc_ns, solve_ns);
-	CHECK(id == 4321, "speed loop id");
+	T_CHECK(id == 4321, "speed loop id");
 }
 
 int main(void)
 {
+	t_rand_seed(0x9e3779b97f4a7c15ull);
 	test_seed();
 	test_iov_split();
 	test_id_solve();
@@ -276,6 +256,5 @@ int main(void)
 	test_l3_hdrs();
 	test_sport();
 	test_speed();
-	printf("%s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	return t_summary();
 }

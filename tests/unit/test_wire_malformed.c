@@ -6,28 +6,7 @@
 #include <sys/socket.h>
 
 #include "t_wire_vectors.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                               \
-	do {                                                           \
-		if (!(cond)) {                                         \
-			if (failures++ < 20) {                         \
-				fprintf(stderr, "FAIL: " __VA_ARGS__); \
-				fputc('\n', stderr);                   \
-			}                                              \
-		}                                                      \
-	} while (0)
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static uint32_t t_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng >> 16);
-}
+#include "tests/lib/t_util.h"
 
 struct stats {
 	unsigned long decoded, rejected, frames, icrc_rejected;
@@ -72,16 +51,16 @@ static void t_decode_copy(const uint8_t *src, size_t len, struct stats *st, int 
 	rc = wire_decode(buf, len, &p);
 	if (rc == 0) {
 		st->decoded++;
-		CHECK(t_consistent(buf, len, &p), "inconsistent decode, len %zu op 0x%02x", len,
-		      buf[0]);
-		CHECK(t_round_trip(buf, &p), "round trip, len %zu op 0x%02x", len, buf[0]);
+		T_CHECK(t_consistent(buf, len, &p), "inconsistent decode, len %zu op 0x%02x", len,
+			buf[0]);
+		T_CHECK(t_round_trip(buf, &p), "round trip, len %zu op 0x%02x", len, buf[0]);
 	} else {
 		st->rejected++;
-		CHECK(rc == -EBADMSG, "decode returned %d", rc);
+		T_CHECK(rc == -EBADMSG, "decode returned %d", rc);
 	}
 	if (want_ok >= 0)
-		CHECK((rc == 0) == want_ok, "len %zu: rc %d, want %s", len, rc,
-		      want_ok ? "ok" : "error");
+		T_CHECK((rc == 0) == want_ok, "len %zu: rc %d, want %s", len, rc,
+			want_ok ? "ok" : "error");
 	if (wire_icrc_verify(&l3, buf, len, &id) != 0)
 		st->icrc_rejected++;
 	free(buf);
@@ -111,9 +90,9 @@ static void per_packet(const struct t_vec_pkt *v, void *arg)
 		rc = wire_frame_parse(f, len, v->linktype, &l3, &roce, &rl);
 		st->frames++;
 		if (rc == 0)
-			CHECK(roce >= f && roce + rl <= f + len, "frame parse out of bounds");
+			T_CHECK(roce >= f && roce + rl <= f + len, "frame parse out of bounds");
 		else
-			CHECK(rc == -EBADMSG || rc == -ENOENT, "frame parse rc %d", rc);
+			T_CHECK(rc == -EBADMSG || rc == -ENOENT, "frame parse rc %d", rc);
 		free(f);
 	}
 	/* Random changes of 1..4 bytes, 40 per packet, in headers mostly. */
@@ -145,17 +124,17 @@ static void test_specific(void)
 		memset(buf, 0, sizeof(buf));
 		buf[0] = (uint8_t)op;
 		rc = wire_decode(buf, len, &p);
-		CHECK((rc == 0) == (o->name != NULL), "opcode 0x%02x rc %d", op, rc);
+		T_CHECK((rc == 0) == (o->name != NULL), "opcode 0x%02x rc %d", op, rc);
 		ok_count += rc == 0;
 		if (o->name) {
 			/* one byte short of the headers */
-			CHECK(wire_decode(buf, len - 1, &p) == -EBADMSG, "0x%02x short", op);
+			T_CHECK(wire_decode(buf, len - 1, &p) == -EBADMSG, "0x%02x short", op);
 			/* one byte more: payload opcodes take it as data (with a
 			 * pad count of 0), the others must refuse it */
 			rc = wire_decode(buf, len + 1, &p);
-			CHECK((rc == 0) == ((o->caps & WIRE_HAS_PAYLOAD) &&
+			T_CHECK((rc == 0) == ((o->caps & WIRE_HAS_PAYLOAD) &&
 					    !(o->caps & WIRE_IS_ATOMIC_WRITE)),
-			      "0x%02x +1 rc %d", op, rc);
+				"0x%02x +1 rc %d", op, rc);
 		}
 	}
 	printf("  %d opcodes decode\n", ok_count);
@@ -163,27 +142,27 @@ static void test_specific(void)
 	printf("TVer != 0, pad longer than payload, pad on an ACK, atomic write not 8 bytes: rejected\n");
 	memset(buf, 0, sizeof(buf));
 	buf[0] = WIRE_RC | WIRE_SEND_ONLY;
-	CHECK(wire_decode(buf, 12 + 3 + 4, &p) == 0, "baseline");
+	T_CHECK(wire_decode(buf, 12 + 3 + 4, &p) == 0, "baseline");
 	buf[1] = 0x01; /* TVer 1 */
-	CHECK(wire_decode(buf, 12 + 3 + 4, &p) == -EBADMSG, "tver");
+	T_CHECK(wire_decode(buf, 12 + 3 + 4, &p) == -EBADMSG, "tver");
 	buf[1] = 0x30; /* pad 3 with 3 bytes after the BTH: payload 0 */
-	CHECK(wire_decode(buf, 12 + 3 + 4, &p) == 0 && p.payload_len == 0, "pad 3 of 3");
-	CHECK(wire_decode(buf, 12 + 2 + 4, &p) == -EBADMSG, "pad 3 of 2");
-	CHECK(wire_decode(buf, 12 + 4, &p) == -EBADMSG, "pad 3 of 0");
+	T_CHECK(wire_decode(buf, 12 + 3 + 4, &p) == 0 && p.payload_len == 0, "pad 3 of 3");
+	T_CHECK(wire_decode(buf, 12 + 2 + 4, &p) == -EBADMSG, "pad 3 of 2");
+	T_CHECK(wire_decode(buf, 12 + 4, &p) == -EBADMSG, "pad 3 of 0");
 	buf[0] = WIRE_RC | WIRE_ACK;
 	buf[1] = 0x10; /* pad 1 on an ACK */
-	CHECK(wire_decode(buf, 16 + 1 + 4, &p) == -EBADMSG, "ACK with pad");
-	CHECK(wire_decode(buf, 16 + 4, &p) == -EBADMSG, "ACK pad beyond");
+	T_CHECK(wire_decode(buf, 16 + 1 + 4, &p) == -EBADMSG, "ACK with pad");
+	T_CHECK(wire_decode(buf, 16 + 4, &p) == -EBADMSG, "ACK pad beyond");
 	buf[1] = 0;
-	CHECK(wire_decode(buf, 16 + 4, &p) == 0, "ACK");
+	T_CHECK(wire_decode(buf, 16 + 4, &p) == 0, "ACK");
 	buf[0] = WIRE_RC | WIRE_ATOMIC_WRITE;
-	CHECK(wire_decode(buf, 28 + 8 + 4, &p) == 0 && p.payload_len == 8, "atomic write");
-	CHECK(wire_decode(buf, 28 + 4 + 4, &p) == -EBADMSG, "atomic write of 4 bytes");
+	T_CHECK(wire_decode(buf, 28 + 8 + 4, &p) == 0 && p.payload_len == 8, "atomic write");
+	T_CHECK(wire_decode(buf, 28 + 4 + 4, &p) == -EBADMSG, "atomic write of 4 bytes");
 	buf[1] = 0x10; /* 7 bytes + pad 1 */
-	CHECK(wire_decode(buf, 28 + 8 + 4, &p) == -EBADMSG, "atomic write of 7 bytes");
+	T_CHECK(wire_decode(buf, 28 + 8 + 4, &p) == -EBADMSG, "atomic write of 7 bytes");
 	buf[1] = 0;
-	CHECK(wire_encode_hdrs(buf, &(struct wire_pkt){ .opcode = 0x15 }) == -EINVAL,
-	      "encode invalid opcode");
+	T_CHECK(wire_encode_hdrs(buf, &(struct wire_pkt){ .opcode = 0x15 }) == -EINVAL,
+		"encode invalid opcode");
 }
 
 static void test_garbage(struct stats *st)
@@ -214,16 +193,15 @@ int main(void)
 	struct stats st = { 0 }, g = { 0 };
 	int nfiles = t_vector_files(files), total = 0;
 
-	if (nfiles <= 0) {
-		fprintf(stderr, "no vectors in %s (set SRN_SOURCE)\n", t_vectors_dir());
-		return 1;
-	}
+	if (nfiles <= 0)
+		t_bail("no vectors in %s (set SRN_SOURCE)", t_vectors_dir());
+	t_rand_seed(0x2545f4914f6cdd1dull);
 	test_specific();
 	printf("truncations and byte changes of every vector packet (%d captures)\n", nfiles);
 	for (int i = 0; i < nfiles; i++) {
 		int n = t_vector_each(files[i], per_packet, &st);
 
-		CHECK(n > 0, "%s: no packets", files[i]);
+		T_CHECK(n > 0, "%s: no packets", files[i]);
 		total += n > 0 ? n : 0;
 		free(files[i]);
 	}
@@ -231,7 +209,6 @@ int main(void)
 	       total, st.decoded, st.rejected, st.icrc_rejected, st.frames);
 	test_garbage(&g);
 	printf("  %lu decodes ok, %lu rejected\n", g.decoded, g.rejected);
-	CHECK(g.decoded > 1000, "garbage never decoded: the test does not reach deep");
-	printf("%s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	T_CHECK(g.decoded > 1000, "garbage never decoded: the test does not reach deep");
+	return t_summary();
 }

@@ -4,18 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/lib/t_util.h"
 #include "wire/wire.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                       \
-	do {                                                   \
-		if (!(cond)) {                                 \
-			failures++;                            \
-			fprintf(stderr, "FAIL: " __VA_ARGS__); \
-			fputc('\n', stderr);                   \
-		}                                              \
-	} while (0)
 
 /* Hand-written from IBTA Vol 1 Table 36 / 9.2-9.5: opcode, total header
  * length and the offsets the table must give. */
@@ -77,16 +67,16 @@ int main(void)
 	for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
 		const struct wire_opcode_info *o = &wire_opcodes[expect[i].opcode];
 
-		CHECK(o->name && !strcmp(o->name, expect[i].name), "0x%02x named %s, want %s",
-		      expect[i].opcode, o->name ? o->name : "(none)", expect[i].name);
-		CHECK(o->hdr_len == expect[i].hdr_len, "%s hdr_len %u want %u",
-		      expect[i].name, o->hdr_len, expect[i].hdr_len);
-		CHECK(o->off_reth == expect[i].off_reth && o->off_aeth == expect[i].off_aeth &&
+		T_CHECK(o->name && !strcmp(o->name, expect[i].name), "0x%02x named %s, want %s",
+			expect[i].opcode, o->name ? o->name : "(none)", expect[i].name);
+		T_CHECK(o->hdr_len == expect[i].hdr_len, "%s hdr_len %u want %u",
+			expect[i].name, o->hdr_len, expect[i].hdr_len);
+		T_CHECK(o->off_reth == expect[i].off_reth && o->off_aeth == expect[i].off_aeth &&
 			      o->off_atmeth == expect[i].off_atmeth &&
 			      o->off_atmack == expect[i].off_atmack &&
 			      o->off_immdt == expect[i].off_immdt &&
 			      o->off_deth == expect[i].off_deth && o->off_ieth == expect[i].off_ieth,
-		      "%s offsets", expect[i].name);
+			"%s offsets", expect[i].name);
 	}
 
 	printf("checking every valid opcode: sizes, offsets in IBTA order, caps\n");
@@ -99,7 +89,7 @@ int main(void)
 		char svc[3];
 
 		if (!o->name) {
-			CHECK(o->caps == 0 && o->hdr_len == 0, "invalid 0x%02x has data", op);
+			T_CHECK(o->caps == 0 && o->hdr_len == 0, "invalid 0x%02x has data", op);
 			continue;
 		}
 		switch (op & 0xe0) {
@@ -108,71 +98,70 @@ int main(void)
 		case WIRE_UD: n_ud++; memcpy(svc, "UD", 3); break;
 		default: n_other++; memcpy(svc, "??", 3); break;
 		}
-		CHECK(!strncmp(o->name, svc, 2), "0x%02x %s in service %s", op, o->name, svc);
+		T_CHECK(!strncmp(o->name, svc, 2), "0x%02x %s in service %s", op, o->name, svc);
 		/* Offsets: present headers back to back, in IBTA order. */
 		for (int h = 0; h < 7; h++) {
 			if (c & hdrs[h].bit) {
-				CHECK(offs[h] == pos, "%s header %d at %u, want %u", o->name, h,
-				      offs[h], pos);
+				T_CHECK(offs[h] == pos, "%s header %d at %u, want %u", o->name, h,
+					offs[h], pos);
 				pos += (uint32_t)hdrs[h].len;
 			} else {
-				CHECK(offs[h] == 0, "%s absent header %d has offset", o->name, h);
+				T_CHECK(offs[h] == 0, "%s absent header %d has offset", o->name, h);
 			}
 		}
-		CHECK(o->hdr_len == pos, "%s hdr_len %u, sum %u", o->name, o->hdr_len, pos);
-		CHECK(o->hdr_len <= WIRE_MAX_HDR_LEN, "%s longer than WIRE_MAX_HDR_LEN", o->name);
+		T_CHECK(o->hdr_len == pos, "%s hdr_len %u, sum %u", o->name, o->hdr_len, pos);
+		T_CHECK(o->hdr_len <= WIRE_MAX_HDR_LEN, "%s longer than WIRE_MAX_HDR_LEN", o->name);
 		/* Direction: exactly one. */
-		CHECK(popcount(c & (WIRE_IS_REQ | WIRE_IS_RESP)) == 1, "%s direction", o->name);
+		T_CHECK(popcount(c & (WIRE_IS_REQ | WIRE_IS_RESP)) == 1, "%s direction", o->name);
 		/* Position: FIRST, MIDDLE, LAST or ONLY (FIRST|LAST). */
-		CHECK(position == WIRE_IS_FIRST || position == WIRE_IS_MIDDLE ||
+		T_CHECK(position == WIRE_IS_FIRST || position == WIRE_IS_MIDDLE ||
 			      position == WIRE_IS_LAST ||
 			      position == (WIRE_IS_FIRST | WIRE_IS_LAST),
-		      "%s position bits %x", o->name, position);
+			"%s position bits %x", o->name, position);
 		/* Exactly one kind of operation. */
-		CHECK(popcount(c & (WIRE_IS_SEND | WIRE_IS_WRITE | WIRE_IS_READ |
+		T_CHECK(popcount(c & (WIRE_IS_SEND | WIRE_IS_WRITE | WIRE_IS_READ |
 				    WIRE_IS_ATOMIC | WIRE_IS_ACK | WIRE_IS_ATOMIC_WRITE)) == 1,
-		      "%s operation kind", o->name);
+			"%s operation kind", o->name);
 		/* Payload: sends, writes and read responses only. */
-		CHECK(!!(c & WIRE_HAS_PAYLOAD) ==
+		T_CHECK(!!(c & WIRE_HAS_PAYLOAD) ==
 			      !!((c & (WIRE_IS_SEND | WIRE_IS_WRITE | WIRE_IS_ATOMIC_WRITE)) ||
 				 ((c & WIRE_IS_READ) && (c & WIRE_IS_RESP))),
-		      "%s payload bit", o->name);
+			"%s payload bit", o->name);
 		/* RETH starts a write, and a read request. */
 		if (c & WIRE_IS_WRITE)
-			CHECK(!!(c & WIRE_HAS_RETH) == !!(c & WIRE_IS_FIRST), "%s RETH", o->name);
+			T_CHECK(!!(c & WIRE_HAS_RETH) == !!(c & WIRE_IS_FIRST), "%s RETH", o->name);
 		if (c & WIRE_IS_ATOMIC_WRITE)
-			CHECK((c & WIRE_HAS_RETH) && position == (WIRE_IS_FIRST | WIRE_IS_LAST),
-			      "%s: RETH, single packet", o->name);
+			T_CHECK((c & WIRE_HAS_RETH) && position == (WIRE_IS_FIRST | WIRE_IS_LAST),
+				"%s: RETH, single packet", o->name);
 		/* Immediate data only where the message ends. */
 		if (c & WIRE_HAS_IMMDT)
-			CHECK(c & WIRE_IS_LAST, "%s ImmDt not on a last packet", o->name);
+			T_CHECK(c & WIRE_IS_LAST, "%s ImmDt not on a last packet", o->name);
 		/* DETH on UD and only there. */
-		CHECK(!!(c & WIRE_HAS_DETH) == ((op & 0xe0) == WIRE_UD), "%s DETH", o->name);
+		T_CHECK(!!(c & WIRE_HAS_DETH) == ((op & 0xe0) == WIRE_UD), "%s DETH", o->name);
 		/* Unreliable services: no reads, atomics, ACKs, invalidates. */
 		if ((op & 0xe0) != WIRE_RC)
-			CHECK(!(c & (WIRE_IS_READ | WIRE_IS_ATOMIC | WIRE_IS_ACK | WIRE_HAS_IETH |
+			T_CHECK(!(c & (WIRE_IS_READ | WIRE_IS_ATOMIC | WIRE_IS_ACK | WIRE_HAS_IETH |
 				     WIRE_IS_RESP | WIRE_IS_ATOMIC_WRITE)),
-			      "%s is RC-only", o->name);
+				"%s is RC-only", o->name);
 		if ((op & 0xe0) == WIRE_UD)
-			CHECK((c & WIRE_IS_SEND) && (position == (WIRE_IS_FIRST | WIRE_IS_LAST)),
-			      "%s: UD has only SEND_ONLY*", o->name);
+			T_CHECK((c & WIRE_IS_SEND) && (position == (WIRE_IS_FIRST | WIRE_IS_LAST)),
+				"%s: UD has only SEND_ONLY*", o->name);
 		/* The name says what the bits say. */
-		CHECK(!!strstr(o->name, "_IMM") == !!(c & WIRE_HAS_IMMDT), "%s imm", o->name);
-		CHECK(!!strstr(o->name, "_INV") == !!(c & WIRE_HAS_IETH), "%s inv", o->name);
-		CHECK(!!strstr(o->name, "FIRST") == (position == WIRE_IS_FIRST), "%s first",
-		      o->name);
-		CHECK(!!strstr(o->name, "LAST") == (position == WIRE_IS_LAST), "%s last", o->name);
-		CHECK(!!strstr(o->name, "MIDDLE") == (position == WIRE_IS_MIDDLE), "%s middle",
-		      o->name);
+		T_CHECK(!!strstr(o->name, "_IMM") == !!(c & WIRE_HAS_IMMDT), "%s imm", o->name);
+		T_CHECK(!!strstr(o->name, "_INV") == !!(c & WIRE_HAS_IETH), "%s inv", o->name);
+		T_CHECK(!!strstr(o->name, "FIRST") == (position == WIRE_IS_FIRST), "%s first",
+			o->name);
+		T_CHECK(!!strstr(o->name, "LAST") == (position == WIRE_IS_LAST), "%s last", o->name);
+		T_CHECK(!!strstr(o->name, "MIDDLE") == (position == WIRE_IS_MIDDLE), "%s middle",
+			o->name);
 	}
 	printf("valid opcodes: RC %d, UC %d, UD %d, other %d\n", n_rc, n_uc, n_ud, n_other);
-	CHECK(n_rc == 24 && n_uc == 12 && n_ud == 2 && n_other == 0, "opcode counts");
-	CHECK(!wire_opcodes[0x15].name && !wire_opcodes[0x40].name && !wire_opcodes[0x80].name &&
+	T_CHECK(n_rc == 24 && n_uc == 12 && n_ud == 2 && n_other == 0, "opcode counts");
+	T_CHECK(!wire_opcodes[0x15].name && !wire_opcodes[0x40].name && !wire_opcodes[0x80].name &&
 		      !wire_opcodes[0x81].name && !wire_opcodes[0x2c].name &&
 		      !wire_opcodes[0x1c].name && !wire_opcodes[0x3d].name &&
 		      !wire_opcodes[0x60].name,
-	      "reserved/unsupported opcodes must be invalid");
+		"reserved/unsupported opcodes must be invalid");
 
-	printf("%s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	return t_summary();
 }

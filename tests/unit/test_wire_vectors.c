@@ -6,20 +6,7 @@
 #include <sys/socket.h>
 
 #include "t_wire_vectors.h"
-
-static int failures;
-
-#define CHECK(cond, p, ...)                                                   \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			if (failures++ < 20) {                                \
-				fprintf(stderr, "FAIL %s #%u: ", (p)->file,   \
-					(p)->index);                          \
-				fprintf(stderr, __VA_ARGS__);                 \
-				fputc('\n', stderr);                          \
-			}                                                     \
-		}                                                             \
-	} while (0)
+#include "tests/lib/t_util.h"
 
 struct file_stats {
 	unsigned by_opcode[256];
@@ -39,7 +26,7 @@ static void check_packet(const struct t_vec_pkt *p, void *arg)
 	int hlen, rc;
 
 	rc = wire_decode(p->roce, p->roce_len, &pkt);
-	CHECK(rc == 0, p, "decode returned %d", rc);
+	T_CHECK(rc == 0, "%s #%u: decode returned %d", p->file, p->index, rc);
 	if (rc)
 		return;
 	st->by_opcode[pkt.opcode]++;
@@ -50,14 +37,15 @@ static void check_packet(const struct t_vec_pkt *p, void *arg)
 
 	/* Headers: re-encoded from the decoded struct, byte for byte. */
 	hlen = wire_encode_hdrs(hdrs, &pkt);
-	CHECK(hlen == wire_opcodes[pkt.opcode].hdr_len, p, "encode returned %d", hlen);
+	T_CHECK(hlen == wire_opcodes[pkt.opcode].hdr_len, "%s #%u: encode returned %d", p->file,
+		p->index, hlen);
 	if (hlen < 0)
 		return;
-	CHECK(!memcmp(hdrs, p->roce, (size_t)hlen), p, "%s: headers differ",
-	      wire_opcodes[pkt.opcode].name);
-	CHECK(pkt.payload == p->roce + hlen, p, "payload pointer");
-	CHECK(pkt.padcnt == wire_padcnt(pkt.payload_len), p, "padcnt %u for %u bytes",
-	      pkt.padcnt, pkt.payload_len);
+	T_CHECK(!memcmp(hdrs, p->roce, (size_t)hlen), "%s #%u: %s: headers differ", p->file,
+		p->index, wire_opcodes[pkt.opcode].name);
+	T_CHECK(pkt.payload == p->roce + hlen, "%s #%u: payload pointer", p->file, p->index);
+	T_CHECK(pkt.padcnt == wire_padcnt(pkt.payload_len), "%s #%u: padcnt %u for %u bytes",
+		p->file, p->index, pkt.padcnt, pkt.payload_len);
 
 	/* Whole packet rebuilt: headers + payload + zero pad + our ICRC. */
 	n = (size_t)hlen;
@@ -73,19 +61,21 @@ static void check_packet(const struct t_vec_pkt *p, void *arg)
 	iov[1] = (struct iovec){ rebuilt + 3, hlen - 3 };
 	iov[2] = (struct iovec){ rebuilt + hlen, n - (size_t)hlen };
 	icrc = wire_icrc(&p->l3, iov, 3);
-	CHECK(icrc == pkt.icrc, p, "ICRC %08x, captured %08x", icrc, pkt.icrc);
+	T_CHECK(icrc == pkt.icrc, "%s #%u: ICRC %08x, captured %08x", p->file, p->index, icrc,
+		pkt.icrc);
 	for (int i = 0; i < 4; i++)
 		rebuilt[n + i] = (uint8_t)(icrc >> (8 * i));
 	n += 4;
-	CHECK(n == p->roce_len && !memcmp(rebuilt, p->roce, n), p,
-	      "rebuilt packet differs (%zu vs %zu bytes)", n, p->roce_len);
+	T_CHECK(n == p->roce_len && !memcmp(rebuilt, p->roce, n),
+		"%s #%u: rebuilt packet differs (%zu vs %zu bytes)", p->file, p->index, n,
+		p->roce_len);
 
 	/* The receiver guesses ID 0 and must find the real one. */
 	guess = p->l3;
 	guess.ip_id = 0;
 	rc = wire_icrc_verify(&guess, p->roce, p->roce_len, &id);
-	CHECK(rc == 0 && id == p->l3.ip_id, p, "verify rc %d id %u, real %u", rc, id,
-	      p->l3.ip_id);
+	T_CHECK(rc == 0 && id == p->l3.ip_id, "%s #%u: verify rc %d id %u, real %u", p->file,
+		p->index, rc, id, p->l3.ip_id);
 	if (p->l3.ip_id)
 		st->id_nonzero++;
 
@@ -93,7 +83,7 @@ static void check_packet(const struct t_vec_pkt *p, void *arg)
 	memcpy(rebuilt, p->roce, p->roce_len);
 	rebuilt[p->roce_len / 2] ^= 0x10;
 	rc = wire_icrc_verify(&guess, rebuilt, p->roce_len, &id);
-	CHECK(rc == -EBADMSG, p, "corrupted packet accepted (rc %d)", rc);
+	T_CHECK(rc == -EBADMSG, "%s #%u: corrupted packet accepted (rc %d)", p->file, p->index, rc);
 	if (rc == -EBADMSG)
 		st->bad_rejected++;
 }
@@ -155,8 +145,7 @@ static int opcodes_match(const char *file, const char *list, const unsigned *by_
 		if (op < 256)
 			got = by_opcode[op];
 		if (got != want) {
-			fprintf(stderr, "FAIL %s: %s x%u, README says x%u\n", file, tok,
-				got, want);
+			printf("  %s: %s x%u, README says x%u\n", file, tok, got, want);
 			ok = 0;
 		}
 		listed += want;
@@ -164,8 +153,7 @@ static int opcodes_match(const char *file, const char *list, const unsigned *by_
 	for (int op = 0; op < 256; op++)
 		total += by_opcode[op];
 	if (total != listed) {
-		fprintf(stderr, "FAIL %s: %u packets, README opcodes sum to %u\n", file,
-			total, listed);
+		printf("  %s: %u packets, README opcodes sum to %u\n", file, total, listed);
 		ok = 0;
 	}
 	return ok;
@@ -177,36 +165,28 @@ int main(void)
 	unsigned total = 0, readme_total = 0, rejected = 0, nz = 0;
 	int nfiles = t_vector_files(files);
 
-	if (nfiles <= 0) {
-		fprintf(stderr, "no vectors in %s (set SRN_SOURCE)\n", t_vectors_dir());
-		return 1;
-	}
+	if (nfiles <= 0)
+		t_bail("no vectors in %s (set SRN_SOURCE)", t_vectors_dir());
 	printf("checking decode, re-encode, ICRC and IPv4-ID recovery on %d captures\n",
 	       nfiles);
 	for (int i = 0; i < nfiles; i++) {
 		static struct file_stats st;
 		unsigned want = 0;
-		int n;
+		int n, listed;
 
 		memset(&st, 0, sizeof(st));
 		n = t_vector_each(files[i], check_packet, &st);
 		printf("  %-34s %4d RoCEv2 packets (IPv4 %u, IPv6 %u, non-zero IDs %u)\n",
 		       files[i], n, st.ipv4, st.ipv6, st.id_nonzero);
-		if (n <= 0) {
-			fprintf(stderr, "FAIL %s: no RoCEv2 packets\n", files[i]);
-			failures++;
+		T_CHECK(n > 0, "%s: no RoCEv2 packets", files[i]);
+		if (n <= 0)
 			continue;
-		}
-		if (!readme_expect(files[i], &want, opcodes, sizeof(opcodes))) {
-			fprintf(stderr, "FAIL %s: not listed in README.md\n", files[i]);
-			failures++;
-		} else {
-			if (want != (unsigned)n) {
-				fprintf(stderr, "FAIL %s: README says %u packets\n", files[i], want);
-				failures++;
-			}
-			if (!opcodes_match(files[i], opcodes, st.by_opcode))
-				failures++;
+		listed = readme_expect(files[i], &want, opcodes, sizeof(opcodes));
+		T_CHECK(listed, "%s: not listed in README.md", files[i]);
+		if (listed) {
+			T_CHECK(want == (unsigned)n, "%s: README says %u packets", files[i], want);
+			T_CHECK(opcodes_match(files[i], opcodes, st.by_opcode),
+				"%s: opcode counts differ from README.md (above)", files[i]);
 		}
 		total += (unsigned)n;
 		readme_total += want;
@@ -217,14 +197,7 @@ int main(void)
 	printf("total %u RoCEv2 packets (README: %u); %u with a non-zero IPv4 ID "
 	       "recovered from guess 0; %u corrupted copies rejected\n",
 	       total, readme_total, nz, rejected);
-	if (total != readme_total) {
-		fprintf(stderr, "FAIL: total %u != README %u\n", total, readme_total);
-		failures++;
-	}
-	if (nz == 0) {
-		fprintf(stderr, "FAIL: no packet exercised the ID solve\n");
-		failures++;
-	}
-	printf("%s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	T_CHECK(total == readme_total, "total %u != README %u", total, readme_total);
+	T_CHECK(nz != 0, "no packet exercised the ID solve");
+	return t_summary();
 }
