@@ -8,8 +8,9 @@ CMAKE_FLAGS ?=
 BUILD_PKGS = cmake gcc make pkg-config libibverbs-dev librdmacm-dev libisal-dev
 TEST_PKGS = ibverbs-utils perftest rdmacm-utils iproute2 tshark
 DEMO_PKGS =
+BENCH_PKGS = iperf3 gnuplot-nox ucx-utils libfabric-bin
 
-.PHONY: all build deps deps-test configure demo check bench clean
+.PHONY: all build deps deps-test deps-bench configure demo check bench clean
 
 all: build
 
@@ -18,6 +19,9 @@ deps:
 
 deps-test:
 	@scripts/need-packages.sh $(BUILD_PKGS) $(TEST_PKGS)
+
+deps-bench:
+	@scripts/need-packages.sh $(BUILD_PKGS) $(TEST_PKGS) $(BENCH_PKGS)
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
@@ -35,9 +39,9 @@ check: deps-test
 	@$(MAKE) --no-print-directory build
 	cd $(BUILD) && ctest --output-on-failure --timeout 600 -j 1
 
-bench: deps-test
+bench: deps-bench
 	@$(MAKE) --no-print-directory build
-	@bench/run.sh
+	@SRN_BUILD=$(abspath $(BUILD)) bench/run.sh
 
 clean:
 	rm -rf $(BUILD)
