@@ -261,22 +261,24 @@ uint16_t cm_dir_lookup(uint16_t ps, const uint8_t ip[4], uint16_t port)
 
 int cm_dir_agent_register(uint16_t gsi_port)
 {
-	int ret = -ENOSPC;
+	int slot = -1;
 
 	if (!dir_lock())
 		return -errno;
-	for (int i = 0; i < DIR_AGENTS; i++) {
-		struct dir_agent *a = &dir->agents[i];
-
-		if (!a->owner || !alive(a->owner) || a->gsi_port == gsi_port) {
-			a->owner = dir_me;
-			a->gsi_port = gsi_port;
-			ret = 0;
-			break;
-		}
+	/* A never-used slot first: a dead agent's entry is what tells its
+	 * peers it died, so it is recycled only when the table is full. */
+	for (int i = 0; i < DIR_AGENTS && slot < 0; i++)
+		if (!dir->agents[i].owner || dir->agents[i].gsi_port == gsi_port)
+			slot = i;
+	for (int i = 0; i < DIR_AGENTS && slot < 0; i++)
+		if (!alive(dir->agents[i].owner))
+			slot = i;
+	if (slot >= 0) {
+		dir->agents[slot].owner = dir_me;
+		dir->agents[slot].gsi_port = gsi_port;
 	}
 	dir_unlock();
-	return ret;
+	return slot >= 0 ? 0 : -ENOSPC;
 }
 
 bool cm_dir_agent_alive(uint16_t gsi_port)

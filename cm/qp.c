@@ -240,6 +240,8 @@ SRN_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 	int err;
 
 	if (!id || !attr || !id->verbs || id->qp) {
+		cm_dbg("create_qp: id %p verbs %p qp %p\n", (void *)id, id ? (void *)id->verbs : NULL,
+		       id ? (void *)id->qp : NULL);
 		errno = EINVAL;
 		return -1;
 	}
@@ -251,6 +253,8 @@ SRN_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 		a.comp_mask |= IBV_QP_INIT_ATTR_PD;
 	}
 	if (a.pd->context != id->verbs) {
+		cm_dbg("create_qp: PD of context %p, id on %p\n", (void *)a.pd->context,
+		       (void *)id->verbs);
 		errno = EINVAL;
 		return -1;
 	}

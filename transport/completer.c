@@ -2,6 +2,7 @@
  * -> retire send WQEs in order -> completions; retransmission on
  * PSN-sequence NAK and timeout (go-back-N), RNR waits, error completions.
  * IBTA Vol 1 9.7.5 (requester side). */
+#include <stdio.h>
 #include <string.h>
 
 #include "transport/rc.h"
@@ -22,6 +23,10 @@ static void push_send_wc(struct srn_rc_state *rc, struct srn_send_wqe *w,
 	if (st == IBV_WC_SUCCESS && !qp->sq_sig_all &&
 	    !(w->send_flags & IBV_SEND_SIGNALED))
 		return;
+	if (w->length == 1048576 && w->wr_id == 2)
+		fprintf(stderr, "DBG qp %u push wr2 slot %u head %u next %u tail %u una %u req %u first %u last %u\n",
+			rc->qpn, (unsigned)(w - (struct srn_send_wqe *)qp->sq.wqe), qp->sq.head, qp->sq.next,
+			qp->sq.tail, rc->una_psn, rc->req_psn, w->first_psn, w->last_psn);
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = w->wr_id;
 	wc.status = st;
@@ -66,6 +71,9 @@ static void retire(struct srn_rc_state *rc)
 		} else if (wire_psn_diff(w->last_psn, rc->una_psn) >= 0) {
 			break;
 		}
+		if (!(w->state & WQE_STARTED))
+			fprintf(stderr, "DBG qp %u retire of unstarted slot %u head %u next %u tail %u\n",
+				rc->qpn, qp->sq.head, qp->sq.head, qp->sq.next, qp->sq.tail);
 		push_send_wc(rc, w, IBV_WC_SUCCESS);
 		w->state = WQE_NEW;
 		qp->sq.head++;

@@ -8,9 +8,12 @@
  * ESTABLISHED on both sides with the data, conn params, then disconnect
  * from either side -> DISCONNECTED on both; the listener backlog; a peer
  * SIGKILLed while connected (-> DISCONNECTED) and while the REQ is
- * unanswered (-> UNREACHABLE), each within seconds; 50 connect/disconnect
- * cycles without leaking descriptors; a non-blocking channel -> EAGAIN;
- * EADDRINUSE across processes; options, getaddrinfo, multicast ENOSYS.
+ * unanswered (-> UNREACHABLE), each within seconds; 100 connect/disconnect
+ * cycles without leaking descriptors; crossing DREQs -> one DISCONNECTED
+ * each, then TIMEWAIT_EXIT; a non-blocking channel -> EAGAIN;
+ * EADDRINUSE across processes; options, getaddrinfo, multicast ENOSYS;
+ * an application-owned QP moved with rdma_init_qp_attr (qp_num in the
+ * conn param, CONNECT_RESPONSE, rdma_establish) carries a SEND.
  * Every wait is bounded (poll timeouts, alarm()).
  */
 #include <arpa/inet.h>
@@ -166,6 +169,71 @@ static int count_fds(void)
 	return n - 1; /* the DIR's own descriptor */
 }
 
+/* An application-owned QP (not rdma_create_qp) on id's device. */
+struct own {
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	char buf[64];
+};
+
+static int own_create(struct rdma_cm_id *id, struct own *o)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+
+	o->pd = ibv_alloc_pd(id->verbs);
+	o->cq = o->pd ? ibv_create_cq(id->verbs, 8, NULL, NULL, 0) : NULL;
+	if (!o->cq)
+		return -1;
+	qa.send_cq = qa.recv_cq = o->cq;
+	o->qp = ibv_create_qp(o->pd, &qa);
+	o->mr = o->qp ? ibv_reg_mr(o->pd, o->buf, sizeof(o->buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	return o->mr ? 0 : -1;
+}
+
+/* Move o's QP to state with the attributes rdma_init_qp_attr gives. */
+static int own_move(struct rdma_cm_id *id, struct own *o, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr a = { .qp_state = state };
+	int mask;
+
+	if (rdma_init_qp_attr(id, &a, &mask))
+		return -1;
+	return ibv_modify_qp(o->qp, &a, mask);
+}
+
+static int own_wait(struct own *o)
+{
+	struct ibv_wc wc;
+
+	for (int i = 0; i < 5000; i++) {
+		int n = ibv_poll_cq(o->cq, 1, &wc);
+
+		if (n < 0)
+			return -1;
+		if (n == 1)
+			return wc.status == IBV_WC_SUCCESS ? 0 : -1;
+		usleep(1000);
+	}
+	return -1;
+}
+
+static void own_free(struct own *o)
+{
+	if (o->mr)
+		ibv_dereg_mr(o->mr);
+	if (o->qp)
+		ibv_destroy_qp(o->qp);
+	if (o->cq)
+		ibv_destroy_cq(o->cq);
+	if (o->pd)
+		ibv_dealloc_pd(o->pd);
+}
+
 /* ---- the server process ---------------------------------------------------- */
 
 /* Tells the parent it listens by writing a byte on fd 3 (a pipe). */
@@ -176,7 +244,7 @@ static int server_main(const char *what, int port)
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *l, *c;
 	int backlog = strcmp(what, "backlog") ? 8 : 1;
-	int cycles = strcmp(what, "cycles") ? 1 : 51;
+	int cycles = strcmp(what, "cycles") ? 1 : 101;
 
 	alarm(30);
 	if (!ch || rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
@@ -197,6 +265,54 @@ static int server_main(const char *what, int port)
 			return 14;
 		rdma_destroy_id(c);
 		rdma_destroy_id(l);
+		rdma_destroy_event_channel(ch);
+		return 0;
+	}
+	if (!strcmp(what, "ownqp")) {
+		/* The application owns its QP: rdma_init_qp_attr + qp_num. */
+		struct own o = { 0 };
+		struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
+					      .rnr_retry_count = 7 };
+		struct ibv_sge sge;
+		struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		if (t_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev))
+			return 12;
+		c = ev->id;
+		rdma_ack_cm_event(ev);
+		if (own_create(c, &o) || own_move(c, &o, IBV_QPS_INIT))
+			return 13;
+		sge = (struct ibv_sge){ (uintptr_t)o.buf, sizeof(o.buf), o.mr->lkey };
+		if (ibv_post_recv(o.qp, &wr, &bad) || own_move(c, &o, IBV_QPS_RTR) ||
+		    own_move(c, &o, IBV_QPS_RTS))
+			return 14;
+		cp.qp_num = o.qp->qp_num;
+		if (rdma_accept(c, &cp) || t_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL))
+			return 15;
+		if (own_wait(&o) || strcmp(o.buf, "ping over an app-owned QP"))
+			return 16;
+		if (t_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL))
+			return 17;
+		rdma_destroy_id(c);
+		own_free(&o);
+		rdma_destroy_id(l);
+		rdma_destroy_event_channel(ch);
+		return 0;
+	}
+	if (!strcmp(what, "abandon")) {
+		/* The client destroys its id before we answer: we hear so. */
+		if (t_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev))
+			return 12;
+		c = ev->id;
+		rdma_ack_cm_event(ev);
+		if (t_expect(ch, RDMA_CM_EVENT_REJECTED, 3000, &ev))
+			return 13;
+		if (ev->id != c)
+			return 14;
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(c);
+		rdma_destroy_id(l);
+		rdma_destroy_event_channel(ch);
 		return 0;
 	}
 	if (!strcmp(what, "backlog")) {
@@ -208,6 +324,8 @@ static int server_main(const char *what, int port)
 		sleep(2);
 		rdma_reject(c, NULL, 0);
 		rdma_destroy_id(c);
+		rdma_destroy_id(l);
+		rdma_destroy_event_channel(ch);
 		return 0;
 	}
 	for (int i = 0; i < cycles; i++) {
@@ -228,13 +346,13 @@ static int server_main(const char *what, int port)
 			return 23;
 		if (!strcmp(what, "kill"))
 			pause(); /* the parent SIGKILLs us now */
-		if (!strcmp(what, "srvdisc")) {
+		if (!strcmp(what, "srvdisc") || !strcmp(what, "bothdisc")) {
 			if (rdma_disconnect(c))
 				return 24;
 		}
 		if (t_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL))
 			return 25;
-		if (strcmp(what, "srvdisc") && rdma_disconnect(c))
+		if (strcmp(what, "srvdisc") && strcmp(what, "bothdisc") && rdma_disconnect(c))
 			return 26;
 		t_close(c);
 	}
@@ -379,6 +497,52 @@ static void case_connect(struct rdma_event_channel *ch, int port, bool client_di
 	CHECK(reap(srv, 5000) == 0, "server saw ESTABLISHED and DISCONNECTED and exits 0 (%s side disconnected)", who);
 }
 
+/* Both sides call rdma_disconnect at once: DREQs cross; each side hears
+ * DISCONNECTED exactly once, then TIMEWAIT_EXIT after the time wait. */
+static void case_both_disconnect(struct rdma_event_channel *ch, int port)
+{
+	pid_t srv = spawn_server("bothdisc", port);
+	struct rdma_cm_event *ev = NULL;
+	struct rdma_cm_id *id;
+	double t0;
+
+	CHECK(srv > 0, "server listens");
+	if (srv <= 0)
+		return;
+	id = t_connect(ch, port, NULL, true);
+	CHECK(id && t_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL) == 0, "connected");
+	if (!id) {
+		reap(srv, 100);
+		return;
+	}
+	CHECK(rdma_disconnect(id) == 0 && t_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0,
+	      "crossing DREQs: DISCONNECTED");
+	t0 = now_s();
+	ev = t_event(ch, 4000);
+	CHECK(ev && ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT && ev->id == id,
+	      "then only TIMEWAIT_EXIT, after %.1f s", now_s() - t0);
+	if (ev)
+		rdma_ack_cm_event(ev);
+	t_close(id);
+	CHECK(reap(srv, 5000) == 0, "server got one DISCONNECTED too, exits 0");
+}
+
+static void case_abandon(struct rdma_event_channel *ch, int port)
+{
+	pid_t srv = spawn_server("abandon", port);
+	struct rdma_cm_id *id;
+
+	CHECK(srv > 0, "server listens");
+	if (srv <= 0)
+		return;
+	id = t_connect(ch, port, NULL, true);
+	usleep(200000);
+	if (id)
+		t_close(id);
+	CHECK(id && reap(srv, 5000) == 0,
+	      "client destroys its id before the server answers: the server's id gets REJECTED");
+}
+
 static void case_backlog(struct rdma_event_channel *ch, int port)
 {
 	pid_t srv = spawn_server("backlog", port);
@@ -454,6 +618,58 @@ static void case_killed_before_rep(struct rdma_event_channel *ch, int port)
 		t_close(id);
 }
 
+static void case_own_qp(struct rdma_event_channel *ch, int port)
+{
+	pid_t srv = spawn_server("ownqp", port);
+	struct sockaddr_in dst = addr_of(port);
+	struct rdma_cm_event *ev = NULL;
+	struct rdma_cm_id *id = NULL;
+	struct own o = { 0 };
+	int ok;
+
+	CHECK(srv > 0, "server listens");
+	if (srv <= 0)
+		return;
+	ok = rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0 &&
+	     rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) == 0 &&
+	     t_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, NULL) == 0 &&
+	     rdma_resolve_route(id, 2000) == 0 &&
+	     t_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, NULL) == 0 &&
+	     own_create(id, &o) == 0 && own_move(id, &o, IBV_QPS_INIT) == 0;
+	CHECK(ok, "own QP on the resolved device, INIT from rdma_init_qp_attr");
+	if (ok) {
+		struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
+					      .retry_count = 7, .rnr_retry_count = 7,
+					      .qp_num = o.qp->qp_num };
+
+		ok = rdma_connect(id, &cp) == 0 &&
+		     t_expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE, 5000, &ev) == 0;
+		CHECK(ok, "no QP on the id: CONNECT_RESPONSE");
+		if (ev)
+			rdma_ack_cm_event(ev);
+	}
+	if (ok) {
+		struct ibv_sge sge = { (uintptr_t)o.buf, 0, o.mr->lkey };
+		struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		strcpy(o.buf, "ping over an app-owned QP");
+		sge.length = (uint32_t)strlen(o.buf) + 1;
+		ok = own_move(id, &o, IBV_QPS_RTR) == 0 && own_move(id, &o, IBV_QPS_RTS) == 0 &&
+		     rdma_establish(id) == 0;
+		CHECK(ok, "RTR and RTS from rdma_init_qp_attr, rdma_establish (RTU)");
+		CHECK(ok && ibv_post_send(o.qp, &wr, &bad) == 0 && own_wait(&o) == 0,
+		      "a SEND over the application's QP completes (PSNs/QPNs agree)");
+		CHECK(rdma_disconnect(id) == 0 &&
+		      t_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0,
+		      "disconnect: DISCONNECTED");
+	}
+	if (id)
+		rdma_destroy_id(id);
+	own_free(&o);
+	CHECK(reap(srv, 5000) == 0, "server received the SEND intact on its own QP, exits 0");
+}
+
 static void case_cycles(struct rdma_event_channel *ch, int port)
 {
 	pid_t srv = spawn_server("cycles", port);
@@ -463,7 +679,7 @@ static void case_cycles(struct rdma_event_channel *ch, int port)
 	CHECK(srv > 0, "cycle server listens");
 	if (srv <= 0)
 		return;
-	for (int i = 0; i < 51; i++) {
+	for (int i = 0; i < 101; i++) {
 		struct rdma_cm_id *id = t_connect(ch, port, NULL, true);
 
 		if (!id || t_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL) ||
@@ -477,8 +693,8 @@ static void case_cycles(struct rdma_event_channel *ch, int port)
 			fds0 = count_fds(); /* after the first: devices and agent open */
 		ok++;
 	}
-	CHECK(ok == 51, "51 connect/disconnect cycles (%d done) in %.2f s", ok, now_s() - t0);
-	CHECK(count_fds() == fds0, "no descriptor leaked over 50 cycles (%d before, %d after)",
+	CHECK(ok == 101, "101 connect/disconnect cycles (%d done) in %.2f s", ok, now_s() - t0);
+	CHECK(count_fds() == fds0, "no descriptor leaked over 100 cycles (%d before, %d after)",
 	      fds0, count_fds());
 	CHECK(reap(srv, 5000) == 0, "cycle server exits 0");
 }
@@ -523,6 +739,14 @@ static void case_api(struct rdma_event_channel *ch, int port)
 	      "rdma_get_src_port / rdma_get_local_addr");
 	CHECK(id->verbs && !strcmp(ibv_get_device_name(id->verbs->device), "srn_lo"),
 	      "bound to 127.0.0.1: device srn_lo");
+	{
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+
+		CHECK(rdma_create_srq(id, NULL, &sa) == 0 && id->srq && id->pd,
+		      "rdma_create_srq on the id (default PD)");
+		rdma_destroy_srq(id);
+		CHECK(id->srq == NULL, "rdma_destroy_srq");
+	}
 	CHECK(rdma_create_id(nb, &id2, NULL, RDMA_PS_TCP) == 0 &&
 	      rdma_bind_addr(id2, (struct sockaddr *)&sin) == -1 && errno == EADDRINUSE,
 	      "same port twice in one process: EADDRINUSE");
@@ -583,9 +807,12 @@ int main(int argc, char **argv)
 	case_reject(ch, port++);
 	case_connect(ch, port++, true);
 	case_connect(ch, port++, false);
+	case_both_disconnect(ch, port++);
 	case_backlog(ch, port++);
+	case_abandon(ch, port++);
 	case_killed(ch, port++);
 	case_killed_before_rep(ch, port++);
+	case_own_qp(ch, port++);
 	case_cycles(ch, port++);
 	rdma_destroy_event_channel(ch);
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian's unmodified rdmacm-utils over softrnic, each as server and client
-# processes on 127.0.0.1: ucmatose (10 connections, sends both ways),
+# processes on 127.0.0.1: ucmatose (10 and 100 connections, sends both
+# ways; one server process serving two client processes),
 # rdma_server/rdma_client (synchronous rdma_create_ep API), cmtime (100
 # connections: create/resolve/connect/disconnect timing).
 . "$(dirname "$0")/../lib/e2e.sh"
@@ -13,6 +14,31 @@ if t_pair "ucmatose" 60 "ucmatose -p $port -c 10" "ucmatose -s 127.0.0.1 -p $por
 	t_pass "ucmatose -c 10: 10 connections, data both ways, disconnected, both exit 0"
 else
 	t_fail "ucmatose -c 10"
+fi
+
+# One listener process, two client processes (the host-wide directory).
+port=$(t_port)
+timeout -k 2 60 "$SOFTRNIC" run -- ucmatose -p "$port" -c 4 >"$T_TMP/uc4.server" 2>&1 &
+spid=$!
+sleep 0.3
+timeout -k 2 50 "$SOFTRNIC" run -- ucmatose -s 127.0.0.1 -p "$port" -c 2 >"$T_TMP/uc4.c1" 2>&1 &
+c1pid=$!
+timeout -k 2 50 "$SOFTRNIC" run -- ucmatose -s 127.0.0.1 -p "$port" -c 2 >"$T_TMP/uc4.c2" 2>&1
+c2=$?
+wait "$c1pid"; c1=$?
+wait "$spid"; srv=$?
+if [ $srv -eq 0 ] && [ $c1 -eq 0 ] && [ $c2 -eq 0 ]; then
+	t_pass "ucmatose: a server process (-c 4) serves two client processes (-c 2 each)"
+else
+	for f in server c1 c2; do echo "  $f:"; sed 's/^/    | /' "$T_TMP/uc4.$f" | tail -8; done
+	t_fail "ucmatose: one server, two client processes (exits $srv $c1 $c2)"
+fi
+
+port=$(t_port)
+if t_pair "ucmatose100" 60 "ucmatose -p $port -c 100" "ucmatose -s 127.0.0.1 -p $port -c 100"; then
+	t_pass "ucmatose -c 100: 100 connections at once, both exit 0"
+else
+	t_fail "ucmatose -c 100"
 fi
 
 port=$(t_port)
