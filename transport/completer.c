@@ -2,7 +2,6 @@
  * -> retire send WQEs in order -> completions; retransmission on
  * PSN-sequence NAK and timeout (go-back-N), RNR waits, error completions.
  * IBTA Vol 1 9.7.5 (requester side). */
-#include <stdio.h>
 #include <string.h>
 
 #include "transport/rc.h"
@@ -23,10 +22,6 @@ static void push_send_wc(struct srn_rc_state *rc, struct srn_send_wqe *w,
 	if (st == IBV_WC_SUCCESS && !qp->sq_sig_all &&
 	    !(w->send_flags & IBV_SEND_SIGNALED))
 		return;
-	if (w->length == 1048576 && w->wr_id == 2)
-		fprintf(stderr, "DBG qp %u push wr2 slot %u head %u next %u tail %u una %u req %u first %u last %u\n",
-			rc->qpn, (unsigned)(w - (struct srn_send_wqe *)qp->sq.wqe), qp->sq.head, qp->sq.next,
-			qp->sq.tail, rc->una_psn, rc->req_psn, w->first_psn, w->last_psn);
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = w->wr_id;
 	wc.status = st;
@@ -71,9 +66,6 @@ static void retire(struct srn_rc_state *rc)
 		} else if (wire_psn_diff(w->last_psn, rc->una_psn) >= 0) {
 			break;
 		}
-		if (!(w->state & WQE_STARTED))
-			fprintf(stderr, "DBG qp %u retire of unstarted slot %u head %u next %u tail %u\n",
-				rc->qpn, qp->sq.head, qp->sq.head, qp->sq.next, qp->sq.tail);
 		push_send_wc(rc, w, IBV_WC_SUCCESS);
 		w->state = WQE_NEW;
 		qp->sq.head++;
@@ -136,12 +128,16 @@ static bool ack_upto(struct srn_rc_state *rc, uint32_t a)
 			retire(rc);
 		}
 		/* Once per gap: responses still in flight behind the lost one
-		 * must not trigger a re-request each (the timer covers a lost
-		 * re-request). */
-		if (!rc->gap_valid || rc->gap_psn != lim) {
+		 * must not trigger a re-request each.  If the re-request's
+		 * answer loses its first packet too, ask again after a short
+		 * while rather than waiting for the full ACK timeout. */
+		uint64_t now = srn_now_ns();
+
+		if (!rc->gap_valid || rc->gap_psn != lim || now - rc->gap_at > RC_RENAK_NS) {
 			rc_count(rc, SRN_CNT_comp_read_gap);
 			rc->gap_valid = true;
 			rc->gap_psn = lim;
+			rc->gap_at = now;
 			requester_rewind(rc, lim);
 		}
 		return false;
@@ -271,7 +267,7 @@ static void rx_read_resp(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 		return;
 	}
 	if (pkt->payload_len) {
-		n = rc_sge_map(rc, w->sge, w->num_sge, rc->resp_off, pkt->payload_len,
+		n = rc_sge_map(rc, rc->qp->pd, w->sge, w->num_sge, rc->resp_off, pkt->payload_len,
 			       IBV_ACCESS_LOCAL_WRITE, iov, SRN_MAX_SGE);
 		if (n < 0) {
 			completer_fail(rc, IBV_WC_LOC_PROT_ERR);
@@ -307,7 +303,7 @@ static void rx_atomic_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 	if (w->num_sge > 0 && w->sge[0].length > 0) {
 		uint64_t v = pkt->orig;
 
-		if (rc_sge_map(rc, w->sge, 1, 0, 8, IBV_ACCESS_LOCAL_WRITE, iov, 1) != 1) {
+		if (rc_sge_map(rc, rc->qp->pd, w->sge, 1, 0, 8, IBV_ACCESS_LOCAL_WRITE, iov, 1) != 1) {
 			completer_fail(rc, IBV_WC_LOC_PROT_ERR);
 			return;
 		}

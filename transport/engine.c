@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -15,7 +16,7 @@
 #include "net/pcap.h"
 #include "transport/rc.h"
 
-enum { ENGINE_BATCH = 32, ENGINE_BUF = 4608, ENGINE_BATCHES_PER_WAKE = 16 };
+enum { ENGINE_BUF = 4608, ENGINE_BATCHES_PER_WAKE = 16 };
 
 const char *const srn_counter_names[SRN_CNT_MAX] = {
 #define SRN_CNT_NAME(n) #n,
@@ -270,10 +271,91 @@ static void engine_rx(struct srn_engine *eng)
 	pthread_mutex_unlock(&eng->rx_lock);
 }
 
+/* While an application thread polls its CQ it receives inline
+ * (srn_transport_progress); the engine thread then stays out of the way:
+ * waking it for every packet would only steal a CPU from the poller (this
+ * machine may have 2 cores) and contend for rx_lock.  The socket is in the
+ * epoll set one-shot.  When a packet arrives within ENGINE_APP_ACTIVE_NS of
+ * an application poll, the engine leaves the socket disarmed and looks
+ * again after a short deferral, doubling it (up to ENGINE_DEFER_MAX_NS)
+ * while the application keeps polling, and takes over as soon as a
+ * deferral passes without a poll (an application that spins on memory,
+ * like ib_write_lat, or went to sleep in the completion channel). */
+enum {
+	ENGINE_APP_ACTIVE_NS = 10 * 1000,
+	ENGINE_DEFER_MIN_NS = 10 * 1000,
+	ENGINE_DEFER_MAX_NS = 200 * 1000,
+};
+
+struct engine_defer {
+	bool on;                     /* socket left disarmed */
+	uint64_t since;              /* start of the current deferral */
+	uint64_t step;               /* its length */
+};
+
+static void arm_socket(struct srn_engine *eng)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.fd = eng->udp.fd };
+
+	epoll_ctl(eng->epfd, EPOLL_CTL_MOD, eng->udp.fd, &ev);
+}
+
+static void defer_for(struct srn_engine *eng, struct engine_defer *d, uint64_t now,
+		      uint64_t step)
+{
+	d->on = true;
+	d->since = now;
+	d->step = step;
+	srn_engine_arm(eng, now + step);
+}
+
+/* The socket has packets (fresh = from epoll; else a deferral ended). */
+static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fresh)
+{
+	uint64_t now = srn_now_ns();
+	uint64_t last = atomic_load_explicit(&eng->app_poll_ns, memory_order_relaxed);
+
+	if (fresh && now - last < ENGINE_APP_ACTIVE_NS) {
+		defer_for(eng, d, now, ENGINE_DEFER_MIN_NS);
+		return;
+	}
+	if (!fresh) {
+		if (now < d->since + d->step) {
+			/* a QP timer fired; run_timers re-armed only for the
+			 * QPs, so ask again for the end of the deferral */
+			srn_engine_arm(eng, d->since + d->step);
+			return;
+		}
+		if (last > d->since) {
+			uint64_t step = d->step * 2;
+
+			defer_for(eng, d, now, step > ENGINE_DEFER_MAX_NS ?
+					       ENGINE_DEFER_MAX_NS : step);
+			return;
+		}
+	}
+	d->on = false;
+	engine_rx(eng);
+	arm_socket(eng);
+}
+
 static void *engine_main(void *arg)
 {
 	struct srn_engine *eng = arg;
 	struct epoll_event ev[4];
+	struct engine_defer defer = { 0 };
+
+	/* SOFTRNIC_ENGINE_NICE=N: the engine does the NIC's work for peers
+	 * while local threads may spin on memory (ib_write_lat); a negative
+	 * nice lets it preempt them instead of waiting out their time slice
+	 * (measured here: ib_write_lat average 160-210 -> ~50 us), at some
+	 * cost to CQ-polling latency tests.  Off by default; needs
+	 * CAP_SYS_NICE for values below 0 (failure keeps the default). */
+	const char *nice_env = getenv("SOFTRNIC_ENGINE_NICE");
+
+	if (nice_env && *nice_env &&
+	    setpriority(PRIO_PROCESS, (id_t)gettid(), atoi(nice_env)) < 0)
+		srn_dbg(eng, "SOFTRNIC_ENGINE_NICE=%s: %s", nice_env, strerror(errno));
 
 	for (;;) {
 		int n = epoll_wait(eng->epfd, ev, 4, -1);
@@ -291,8 +373,10 @@ static void *engine_main(void *arg)
 				if (read(eng->tfd, &x, sizeof(x)) < 0 && errno != EAGAIN)
 					continue;
 				run_timers(eng);
+				if (defer.on)
+					socket_ready(eng, &defer, false);
 			} else if (fd == eng->udp.fd) {
-				engine_rx(eng);
+				socket_ready(eng, &defer, true);
 			}
 		}
 	}
@@ -319,9 +403,9 @@ static void engine_free(struct srn_engine *eng)
 	free(eng);
 }
 
-static int epoll_add(int epfd, int fd)
+static int epoll_add(int epfd, int fd, uint32_t events)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+	struct epoll_event ev = { .events = events, .data.fd = fd };
 
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
@@ -385,8 +469,9 @@ int srn_engine_start(struct srn_context *ctx)
 	eng->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	eng->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (eng->epfd < 0 || eng->tfd < 0 || eng->efd < 0 ||
-	    epoll_add(eng->epfd, eng->udp.fd) || epoll_add(eng->epfd, eng->tfd) ||
-	    epoll_add(eng->epfd, eng->efd)) {
+	    epoll_add(eng->epfd, eng->udp.fd, EPOLLIN | EPOLLONESHOT) ||
+	    epoll_add(eng->epfd, eng->tfd, EPOLLIN) ||
+	    epoll_add(eng->epfd, eng->efd, EPOLLIN)) {
 		ret = errno;
 		goto fail;
 	}

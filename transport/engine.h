@@ -60,6 +60,8 @@ struct srn_engine {
 	struct srn_rc_state **all;   /* compact list for the timer scan */
 	uint32_t n_all, cap_all;
 
+	_Atomic uint64_t app_poll_ns; /* last srn_transport_progress call */
+
 	pthread_mutex_t timer_lock;
 	uint64_t timer_armed_ns;     /* CLOCK_MONOTONIC deadline, 0 = off */
 
@@ -72,7 +74,10 @@ uint64_t srn_now_ns(void);
 /* Make sure the engine wakes at or before at_ns. */
 void srn_engine_arm(struct srn_engine *eng, uint64_t at_ns);
 
-/* Receive and process one batch without blocking (rx_lock must be held). */
+enum { ENGINE_BATCH = 32 };
+
+/* Receive and process one batch without blocking (rx_lock must be held).
+ * Returns the number of packets (ENGINE_BATCH: more may be waiting). */
 int srn_engine_rx_batch(struct srn_engine *eng);
 
 /* Table of this context's QPs. */

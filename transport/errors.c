@@ -54,7 +54,23 @@ void rc_flush_rq(struct srn_rc_state *rc)
 {
 	struct srn_qp *qp = rc->qp;
 
-	if (qp->srq || !qp->rq.wqe)
+	if (qp->srq) {
+		/* a WQE already taken from the SRQ for a message in progress */
+		if (rc->srq_have) {
+			struct ibv_wc wc = {
+				.wr_id = rc->srq_wqe.wr_id,
+				.status = IBV_WC_WR_FLUSH_ERR,
+				.opcode = IBV_WC_RECV,
+				.qp_num = rc->qpn,
+			};
+
+			srn_cq_push(qp->recv_cq, &wc, false);
+			rc->srq_have = false;
+		}
+		rc->in_msg = RC_MSG_NONE;
+		return;
+	}
+	if (!qp->rq.wqe)
 		return;
 	for (; qp->rq.head != qp->rq.tail; qp->rq.head++) {
 		struct ibv_wc wc = {
@@ -69,24 +85,35 @@ void rc_flush_rq(struct srn_rc_state *rc)
 	rc->in_msg = RC_MSG_NONE;
 }
 
+static void post_qp_event(struct srn_qp *qp, enum ibv_event_type type)
+{
+	struct ibv_async_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.element.qp = &qp->ex.qp_base;
+	ev.event_type = type;
+	srn_async_post(qp->ctx, &ev);
+}
+
 void rc_qp_error(struct srn_rc_state *rc, int ev_type)
 {
 	struct srn_qp *qp = rc->qp;
-	bool was_err = qp->a.attr.qp_state == IBV_QPS_ERR;
+	/* not the QP's state: modify_qp has already set it to ERR when it
+	 * calls us */
+	bool was_err = rc->errored;
 
 	/* verbs keeps the state in both places (ibv_query_qp reads the
 	 * ibv_qp's own field) */
 	qp->a.attr.qp_state = IBV_QPS_ERR;
 	qp->a.attr.cur_qp_state = IBV_QPS_ERR;
 	qp->ex.qp_base.state = IBV_QPS_ERR;
+	rc->errored = true;
 	rc_flush_sq(rc);
 	rc_flush_rq(rc);
-	if (ev_type >= 0 && !was_err) {
-		struct ibv_async_event ev;
-
-		memset(&ev, 0, sizeof(ev));
-		ev.element.qp = &qp->ex.qp_base;
-		ev.event_type = (enum ibv_event_type)ev_type;
-		srn_async_post(qp->ctx, &ev);
-	}
+	if (ev_type >= 0 && !was_err)
+		post_qp_event(qp, (enum ibv_event_type)ev_type);
+	/* IBTA 11.6.3.1 (o11-5.2.5): a QP on an SRQ that enters the error
+	 * state reports that no further WQE will be taken for it. */
+	if (qp->srq && !was_err)
+		post_qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 }

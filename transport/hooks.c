@@ -239,8 +239,15 @@ void srn_transport_progress(struct srn_context *ctx)
 {
 	struct srn_engine *eng = ctx->engine;
 
-	if (!eng || pthread_mutex_trylock(&eng->rx_lock))
+	if (!eng)
 		return;
-	srn_engine_rx_batch(eng);
+	/* tells the engine thread an application thread is receiving */
+	atomic_store_explicit(&eng->app_poll_ns, srn_now_ns(), memory_order_relaxed);
+	if (pthread_mutex_trylock(&eng->rx_lock))
+		return;
+	/* a few batches while they come full: keep up with a busy peer */
+	for (int b = 0; b < 4; b++)
+		if (srn_engine_rx_batch(eng) < ENGINE_BATCH)
+			break;
 	pthread_mutex_unlock(&eng->rx_lock);
 }

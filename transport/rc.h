@@ -25,6 +25,11 @@ enum {
  * does not flood the socket buffers. */
 enum { RC_WINDOW_BYTES = 1 << 20, RC_MIN_WINDOW_PKTS = 16, RC_MAX_WINDOW_PKTS = 1024 };
 
+/* A NAK or read re-request for the same PSN is repeated at most this
+ * often: once per gap is the rule (IBTA 9.7.5.2.2), but when the resent
+ * packet is lost as well this beats waiting for the ACK timeout. */
+#define RC_RENAK_NS (1000 * 1000ull)
+
 enum rc_resp_msg { RC_MSG_NONE, RC_MSG_SEND, RC_MSG_WRITE };
 
 struct rc_replay {                   /* responder's atomic replay cache entry */
@@ -42,6 +47,7 @@ struct srn_rc_state {
 
 	/* path, from RTR */
 	bool path_ok;
+	bool errored;                /* rc_qp_error ran (events posted) */
 	struct net_addr peer;        /* where packets go */
 	struct wire_l3 l3;           /* ICRC pseudo-header for our sends */
 	uint32_t dqpn;
@@ -68,17 +74,21 @@ struct srn_rc_state {
 	/* completer */
 	uint64_t resp_off;           /* bytes of the head READ placed */
 	uint32_t gap_psn;            /* re-requested from here already */
+	uint64_t gap_at;             /* when */
 	bool gap_valid;
 
 	/* responder (RTR) */
 	uint32_t epsn;               /* expected PSN */
 	uint32_t msn;                /* message sequence number */
 	bool nak_sent;               /* sequence/RNR NAK sent for epsn */
+	uint64_t nak_at;             /* when */
 	enum rc_resp_msg in_msg;     /* multi-packet message in progress */
 	uint64_t msg_off;            /* bytes of it received */
 	uint64_t wr_va;              /* RDMA WRITE in progress */
 	uint32_t wr_rkey, wr_len;
 	uint8_t min_rnr;             /* min_rnr_timer code */
+	struct srn_recv_wqe srq_wqe; /* taken from the SRQ for the message */
+	bool srq_have;               /* srq_wqe holds one */
 	struct rc_replay *replay;    /* max_dest_rd_atomic entries */
 	uint32_t replay_n, replay_next;
 
@@ -134,9 +144,10 @@ static inline enum ibv_qp_state rc_state(const struct srn_rc_state *rc)
 int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 	  int npay, uint32_t paylen);
 
-/* tx.c: resolve [off, off+len) of an SGE list with access; fills iov.
- * Returns the number of iovecs, or -1 on a protection error. */
-int rc_sge_map(struct srn_rc_state *rc, const struct ibv_sge *sge, uint32_t nsge,
+/* tx.c: resolve [off, off+len) of an SGE list (lkeys of pd) with access;
+ * fills iov.  Returns the number of iovecs, or -1 on a protection error. */
+int rc_sge_map(struct srn_rc_state *rc, struct srn_pd *pd,
+	       const struct ibv_sge *sge, uint32_t nsge,
 	       uint64_t off, uint64_t len, unsigned int access,
 	       struct iovec *iov, int max_iov);
 

@@ -138,7 +138,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 				pay[0].iov_len = len;
 				npay = 1;
 			} else {
-				npay = rc_sge_map(rc, w->sge, w->num_sge, w->sent, len, 0,
+				npay = rc_sge_map(rc, rc->qp->pd, w->sge, w->num_sge, w->sent, len, 0,
 						  pay, SRN_MAX_SGE);
 				if (npay < 0)
 					return -EFAULT;

@@ -123,14 +123,28 @@ static void push_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r,
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 	}
 	srn_cq_push(qp->recv_cq, &wc, pkt->se);
-	qp->rq.head++;
+	if (qp->srq)
+		rc->srq_have = false;
+	else
+		qp->rq.head++;
 }
 
-static bool rq_available(struct srn_rc_state *rc)
+/* The receive WQE the current message lands in: with an SRQ it is taken
+ * (copied out) at the message's first use and kept in rc until the
+ * completion; with a receive queue it stays at rq.head until then.
+ * NULL: none posted (RNR). */
+static struct srn_recv_wqe *recv_wqe(struct srn_rc_state *rc)
 {
 	struct srn_qp *qp = rc->qp;
 
-	return !qp->srq && qp->rq.wqe && qp->rq.max_wr && qp->rq.head != qp->rq.tail;
+	if (qp->srq) {
+		if (!rc->srq_have && srn_srq_take(qp->srq, &rc->srq_wqe) == 0)
+			rc->srq_have = true;
+		return rc->srq_have ? &rc->srq_wqe : NULL;
+	}
+	if (!qp->rq.wqe || !qp->rq.max_wr || qp->rq.head == qp->rq.tail)
+		return NULL;
+	return rc_rq(qp, qp->rq.head);
 }
 
 static enum resp_state check_qp(struct srn_rc_state *rc, struct resp_pkt *p)
@@ -153,7 +167,9 @@ static enum resp_state check_psn(struct srn_rc_state *rc, struct resp_pkt *p)
 		return RS_DUPLICATE;
 	if (d > 0) {
 		rc_count(rc, SRN_CNT_resp_psn_ahead);
-		return rc->nak_sent ? RS_DROP : RS_NAK_SEQ;
+		if (rc->nak_sent && srn_now_ns() - rc->nak_at < RC_RENAK_NS)
+			return RS_DROP;
+		return RS_NAK_SEQ;
 	}
 	rc->nak_sent = false;
 	return RS_CHECK_OP_SEQ;
@@ -231,13 +247,14 @@ static enum resp_state check_resource(struct srn_rc_state *rc, struct resp_pkt *
 		return RS_CHECK_RKEY;
 	/* A SEND takes its receive WQE at its first packet; a WRITE with
 	 * immediate at its last (the only one carrying ImmDt). */
-	if (!rq_available(rc))
+	p->rwqe = recv_wqe(rc);
+	if (!p->rwqe)
 		return RS_NAK_RNR;
-	p->rwqe = rc_rq(qp, qp->rq.head);
 	if ((c & WIRE_IS_SEND) && rc->msg_off + p->pkt->payload_len > p->rwqe->length)
 		return RS_ERR_LOC_LEN;
 	if (c & WIRE_IS_SEND) {
-		p->niov = rc_sge_map(rc, p->rwqe->sge, p->rwqe->num_sge, rc->msg_off,
+		p->niov = rc_sge_map(rc, qp->srq ? qp->srq->pd : qp->pd,
+				     p->rwqe->sge, p->rwqe->num_sge, rc->msg_off,
 				     p->pkt->payload_len, IBV_ACCESS_LOCAL_WRITE,
 				     p->iov, SRN_MAX_SGE);
 		if (p->niov < 0)
@@ -426,11 +443,13 @@ static enum resp_state resp_step(struct srn_rc_state *rc, struct resp_pkt *p,
 		/* Once per gap: later packets of the gap are dropped. */
 		rc_count(rc, SRN_CNT_resp_nak_seq);
 		rc->nak_sent = true;
+		rc->nak_at = srn_now_ns();
 		send_aeth(rc, rc->epsn, WIRE_AETH_NAK_PSN_SEQ);
 		return RS_DONE;
 	case RS_NAK_RNR:
 		rc_count(rc, SRN_CNT_resp_nak_rnr);
 		rc->nak_sent = true;
+		rc->nak_at = srn_now_ns();
 		send_aeth(rc, rc->epsn, WIRE_AETH_RNR_NAK | (rc->min_rnr & 0x1f));
 		return RS_DONE;
 	case RS_ERR_INV_REQ:

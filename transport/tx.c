@@ -16,7 +16,8 @@ uint32_t rc_wqe_npkts(const struct srn_rc_state *rc, const struct srn_send_wqe *
 	return rc_div_up(w->length, rc->pmtu);
 }
 
-int rc_sge_map(struct srn_rc_state *rc, const struct ibv_sge *sge, uint32_t nsge,
+int rc_sge_map(struct srn_rc_state *rc, struct srn_pd *pd,
+	       const struct ibv_sge *sge, uint32_t nsge,
 	       uint64_t off, uint64_t len, unsigned int access,
 	       struct iovec *iov, int max_iov)
 {
@@ -36,7 +37,7 @@ int rc_sge_map(struct srn_rc_state *rc, const struct ibv_sge *sge, uint32_t nsge
 			take = len;
 		if (n == max_iov)
 			return -1;
-		if (srn_mr_resolve(qp->ctx, qp->pd, sge[i].lkey, false,
+		if (srn_mr_resolve(qp->ctx, pd, sge[i].lkey, false,
 				   sge[i].addr + off, take, access, &p) != SRN_MR_OK)
 			return -1;
 		iov[n].iov_base = p;

@@ -146,6 +146,11 @@ static __attribute__((unused)) int t_wait(struct ibv_cq *cq, struct ibv_wc *wc)
 		if (n == 1)
 			return 0;
 	}
+	/* timed out: make sure no stale completion is mistaken for one */
+	memset(wc, 0, sizeof(*wc));
+	wc->status = IBV_WC_GENERAL_ERR;
+	wc->wr_id = UINT64_MAX;
+	fprintf(stderr, "t_wait: no completion within 10 s\n");
 	return -1;
 }
 
