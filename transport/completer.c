@@ -76,6 +76,11 @@ static void retire(struct srn_rc_state *rc)
 		completer_fail(rc, IBV_WC_LOC_PROT_ERR);
 }
 
+void completer_retire_sent(struct srn_rc_state *rc)
+{
+	retire(rc);
+}
+
 static void progress_made(struct srn_rc_state *rc)
 {
 	rc->gap_valid = false;

@@ -2,6 +2,7 @@
  * in batches, checks each packet (decode, ICRC, QP) and routes it on one
  * bit: requests to the responder, responses to the completer. */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +141,7 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 	struct srn_rc_state *rc;
 	uint16_t id;
 	uint32_t caps;
+	uint8_t svc;
 
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_packets], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_bytes], m->len, memory_order_relaxed);
@@ -157,7 +159,8 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 	memcpy(l3.src, m->from.ip, 16);
 	memcpy(l3.dst, m->to.ip, 16);
 	l3.sport = m->from.port;
-	l3.dport = eng->udp.local.port;
+	/* a multicast group socket receives at 4791 (mcast.c) */
+	l3.dport = m->to.port ? m->to.port : eng->udp.local.port;
 	l3.ttl_hop = 64;
 	l3.ip_id = 0;
 	if (net_pcap_enabled()) {
@@ -177,8 +180,18 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 			pkt.psn);
 		return;
 	}
-	if ((pkt.opcode & 0xe0) != WIRE_RC) {
+	svc = pkt.opcode & 0xe0;
+	if (svc != WIRE_RC && svc != WIRE_UC && svc != WIRE_UD) {
 		eng->cnt[SRN_CNT_rx_drop_not_rc]++;
+		return;
+	}
+	l3.ip_id = id; /* the UD GRH slot shows the IPv4 header as sent */
+	if (pkt.dqpn == WIRE_PSN_MASK) {
+		/* RoCEv2 multicast: QPN 0xFFFFFF, the group is the IP destination */
+		if (svc == WIRE_UD)
+			ud_mcast_rx(eng, &pkt, &l3, m->len);
+		else
+			eng->cnt[SRN_CNT_rx_drop_not_rc]++;
 		return;
 	}
 	rc = get_qp(eng, pkt.dqpn);
@@ -188,8 +201,17 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 		return;
 	}
 	pthread_mutex_lock(&rc->qp->lock);
-	if (rc->dead || !rc->path_ok) {
-		rc_count(rc, rc->dead ? SRN_CNT_rx_drop_no_qp : SRN_CNT_rx_drop_no_path);
+	if (rc->dead) {
+		rc_count(rc, SRN_CNT_rx_drop_no_qp);
+	} else if (svc != (rc->type == IBV_QPT_UD ? WIRE_UD :
+			   rc->type == IBV_QPT_UC ? WIRE_UC : WIRE_RC)) {
+		rc_count(rc, SRN_CNT_rx_drop_not_rc); /* wrong service for the QP */
+	} else if (svc == WIRE_UD) {
+		ud_rx(rc, &pkt, &l3, m->len);
+	} else if (!rc->path_ok) {
+		rc_count(rc, SRN_CNT_rx_drop_no_path);
+	} else if (svc == WIRE_UC) {
+		uc_responder_rx(rc, &pkt);
 	} else {
 		caps = wire_opcodes[pkt.opcode].caps;
 		if (caps & WIRE_IS_REQ)
@@ -198,6 +220,21 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 			completer_rx(rc, &pkt);
 	}
 	pthread_mutex_unlock(&rc->qp->lock);
+	put_qp(rc);
+}
+
+void srn_engine_rx_msg(struct srn_engine *eng, struct net_udp_msg *m)
+{
+	rx_one(eng, m);
+}
+
+struct srn_rc_state *srn_engine_get_qp(struct srn_engine *eng, uint32_t qpn)
+{
+	return get_qp(eng, qpn);
+}
+
+void srn_engine_put_qp(struct srn_rc_state *rc)
+{
 	put_qp(rc);
 }
 
@@ -309,13 +346,14 @@ static void defer_for(struct srn_engine *eng, struct engine_defer *d, uint64_t n
 	srn_engine_arm(eng, now + step);
 }
 
+static uint64_t exp_active_ns = ENGINE_APP_ACTIVE_NS;
 /* The socket has packets (fresh = from epoll; else a deferral ended). */
 static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fresh)
 {
 	uint64_t now = srn_now_ns();
 	uint64_t last = atomic_load_explicit(&eng->app_poll_ns, memory_order_relaxed);
 
-	if (fresh && now - last < ENGINE_APP_ACTIVE_NS) {
+	if (fresh && now - last < exp_active_ns) {
 		defer_for(eng, d, now, ENGINE_DEFER_MIN_NS);
 		return;
 	}
@@ -339,6 +377,23 @@ static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fr
 	arm_socket(eng);
 }
 
+/* SOFTRNIC_ENGINE_RT=P (experimental): run the engine thread SCHED_FIFO
+ * at priority P so a packet wakes it at once even when application
+ * threads spin on every core; it never spins, so it cannot starve them. */
+static void engine_sched(struct srn_engine *eng)
+{
+	const char *rt = getenv("SOFTRNIC_ENGINE_RT");
+	struct sched_param sp = { 0 };
+	int e;
+
+	if (!rt || !*rt || atoi(rt) <= 0)
+		return;
+	sp.sched_priority = atoi(rt);
+	e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (e)
+		srn_dbg(eng, "SOFTRNIC_ENGINE_RT=%s: %s", rt, strerror(e));
+}
+
 static void *engine_main(void *arg)
 {
 	struct srn_engine *eng = arg;
@@ -356,6 +411,9 @@ static void *engine_main(void *arg)
 	if (nice_env && *nice_env &&
 	    setpriority(PRIO_PROCESS, (id_t)gettid(), atoi(nice_env)) < 0)
 		srn_dbg(eng, "SOFTRNIC_ENGINE_NICE=%s: %s", nice_env, strerror(errno));
+	engine_sched(eng);
+	if (getenv("EXP_ACTIVE_NS"))
+		exp_active_ns = (uint64_t)atoll(getenv("EXP_ACTIVE_NS"));
 
 	for (;;) {
 		int n = epoll_wait(eng->epfd, ev, 4, -1);

@@ -27,7 +27,9 @@
 	X(comp_acks) X(comp_dup_resp) X(comp_bad_resp) X(comp_nak_seq)    \
 	X(comp_nak_rnr) X(comp_nak_err) X(comp_read_gap)                  \
 	X(req_timeouts) X(req_retransmits) X(req_rnr_retries)             \
-	X(tx_eagain) X(tx_error)
+	X(tx_eagain) X(tx_error)                                          \
+	X(rx_drop_qkey) X(rx_drop_no_rwqe) X(uc_msg_dropped) X(ud_too_long) \
+	X(mcast_rx) X(mcast_no_member)
 
 enum srn_counter {
 #define SRN_CNT_ENUM(n) SRN_CNT_##n,
@@ -39,6 +41,7 @@ enum srn_counter {
 extern const char *const srn_counter_names[SRN_CNT_MAX];
 
 struct srn_rc_state;
+struct srn_mcast;
 
 struct srn_engine {
 	struct srn_context *ctx;
@@ -64,6 +67,8 @@ struct srn_engine {
 
 	pthread_mutex_t timer_lock;
 	uint64_t timer_armed_ns;     /* CLOCK_MONOTONIC deadline, 0 = off */
+
+	struct srn_mcast *mcast;     /* multicast groups joined (mcast.c) */
 
 	bool debug;                  /* SOFTRNIC_LOG=debug */
 	_Atomic uint64_t cnt[SRN_CNT_MAX];

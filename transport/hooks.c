@@ -14,6 +14,7 @@ int srn_engine_attach(struct srn_context *ctx)
 
 void srn_engine_detach(struct srn_context *ctx)
 {
+	mcast_engine_stop(ctx->engine);
 	srn_engine_stop(ctx);
 }
 
@@ -47,7 +48,10 @@ int srn_transport_qp_create(struct srn_qp *qp)
 	rc->qp = qp;
 	rc->eng = eng;
 	rc->qpn = qp->ex.qp_base.qp_num;
+	rc->type = qp->ex.qp_base.qp_type;
 	rc->pmtu = 1024;
+	if (rc->type == IBV_QPT_UD)
+		rc->pmtu = 128u << srn_dev_active_mtu(qp->ctx->dev);
 	rc->replay_n = 1;
 	rc->replay = calloc(SRN_MAX_RD_ATOM, sizeof(*rc->replay));
 	if (!rc->replay) {
@@ -134,7 +138,9 @@ static void load_attrs(struct srn_rc_state *rc, int mask)
 {
 	const struct ibv_qp_attr *a = &rc->qp->a.attr;
 
-	if (a->path_mtu >= IBV_MTU_256 && a->path_mtu <= IBV_MTU_4096)
+	if (mask & IBV_QP_QKEY)
+		rc->qkey = a->qkey;
+	if (rc->type != IBV_QPT_UD && a->path_mtu >= IBV_MTU_256 && a->path_mtu <= IBV_MTU_4096)
 		rc->pmtu = 128u << a->path_mtu;
 	rc->win_pkts = RC_WINDOW_BYTES / rc->pmtu;
 	if (rc->win_pkts < RC_MIN_WINDOW_PKTS)
@@ -176,6 +182,8 @@ static void reset_state(struct srn_rc_state *rc)
 	rc->replay = replay;
 	memset(replay, 0, SRN_MAX_RD_ATOM * sizeof(*replay));
 	rc->pmtu = 1024;
+	if (rc->type == IBV_QPT_UD)
+		rc->pmtu = 128u << srn_dev_active_mtu(rc->qp->ctx->dev);
 	rc->replay_n = 1;
 }
 
@@ -204,8 +212,8 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 	}
 	if (mask & IBV_QP_SQ_PSN)
 		rc->req_psn = rc->una_psn = qp->a.attr.sq_psn & WIRE_PSN_MASK;
-	if (mask & (IBV_QP_AV | IBV_QP_DEST_QPN) ||
-	    (now == IBV_QPS_RTR && old == IBV_QPS_INIT))
+	if (rc->type != IBV_QPT_UD && (mask & (IBV_QP_AV | IBV_QP_DEST_QPN) ||
+					(now == IBV_QPS_RTR && old == IBV_QPS_INIT)))
 		rc_resolve_path(rc);
 	srn_dbg(rc->eng, "qp %u: %d -> %d, dqpn %u port %u pmtu %u sq_psn %u rq_psn %u "
 		"max_rd %u replay %u timeout %llu ns retry %d rnr %d", rc->qpn, old, now,

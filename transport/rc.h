@@ -44,6 +44,7 @@ struct srn_rc_state {
 	uint32_t qpn;
 	atomic_int inflight;         /* receivers/timer holding a pointer */
 	bool dead;                   /* being destroyed: touch nothing */
+	enum ibv_qp_type type;       /* RC, UC or UD: picks the engines */
 
 	/* path, from RTR */
 	bool path_ok;
@@ -91,6 +92,9 @@ struct srn_rc_state {
 	bool srq_have;               /* srq_wqe holds one */
 	struct rc_replay *replay;    /* max_dest_rd_atomic entries */
 	uint32_t replay_n, replay_next;
+
+	/* UD */
+	uint32_t qkey;               /* the QP's Q_Key (IBV_QP_QKEY) */
 
 	_Atomic uint64_t cnt[SRN_CNT_MAX];
 };
@@ -169,6 +173,43 @@ void completer_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);
 uint64_t completer_timer(struct srn_rc_state *rc, uint64_t now);
 /* Complete the head send WQE with an error, then move the QP to ERR. */
 void completer_fail(struct srn_rc_state *rc, enum ibv_wc_status st);
+
+/* responder.c, shared with uc.c and ud.c */
+struct srn_recv_wqe *responder_recv_wqe(struct srn_rc_state *rc);
+void responder_push_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r,
+			    enum ibv_wc_status st, enum ibv_wc_opcode op,
+			    const struct wire_pkt *pkt, uint32_t byte_len);
+
+/* completer.c: complete every WQE fully sent (UC: nothing to wait for). */
+void completer_retire_sent(struct srn_rc_state *rc);
+
+/* uc.c: Unreliable Connected receive side (no ACKs; a gap drops the
+ * message in progress and the next FIRST/ONLY resynchronises). */
+void uc_responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);
+
+/* ud.c: Unreliable Datagram.  l3/len describe the packet as received
+ * (for the GRH slot). */
+void ud_requester_run(struct srn_rc_state *rc);
+void ud_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt,
+	   const struct wire_l3 *l3, uint32_t len);
+/* ud.c: a packet to QPN 0xFFFFFF that arrived for group address l3->dst:
+ * one copy to every local QP attached to it. */
+void ud_mcast_rx(struct srn_engine *eng, const struct wire_pkt *pkt,
+		 const struct wire_l3 *l3, uint32_t len);
+
+/* mcast.c: IP group membership of an engine and sending to a group. */
+int mcast_send_prepare(struct srn_engine *eng);
+/* mcast.c: the IP group of a multicast GID (IPv4-mapped ::ffff:224/4 as
+ * RoCEv2 rdma_cm makes them, ff0e::ffff:224/4 as RoCEv1 did, or IPv6
+ * ff00::/8).  false if it is none of those. */
+bool mcast_gid_to_ip(const union ibv_gid *gid, int *family, uint8_t ip[16]);
+void mcast_engine_stop(struct srn_engine *eng);
+
+/* engine.c: process one received datagram (also for mcast.c's sockets). */
+void srn_engine_rx_msg(struct srn_engine *eng, struct net_udp_msg *m);
+/* engine.c: a QP of this engine by number, pinned (NULL if none). */
+struct srn_rc_state *srn_engine_get_qp(struct srn_engine *eng, uint32_t qpn);
+void srn_engine_put_qp(struct srn_rc_state *rc);
 
 /* errors.c: move the QP to ERR, flush both queues, post an async event
  * (ev_type < 0: none). */

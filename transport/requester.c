@@ -67,7 +67,7 @@ static bool opcode_supported(enum ibv_wr_opcode op)
 
 void requester_arm_retry(struct srn_rc_state *rc)
 {
-	if (rc->timeout_ns == 0 || rc->una_psn == rc->req_psn) {
+	if (rc->type != IBV_QPT_RC || rc->timeout_ns == 0 || rc->una_psn == rc->req_psn) {
 		rc->retry_at = 0;
 		return;
 	}
@@ -132,6 +132,8 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 		len = (uint32_t)(left < rc->pmtu ? left : rc->pmtu);
 		last = idx + 1 >= npkts;
 		h.opcode = req_opcode(w, first, last);
+		if (rc->type == IBV_QPT_UC)
+			h.opcode |= WIRE_UC; /* same operations, UC service bits */
 		if (len) {
 			if (w->send_flags & IBV_SEND_INLINE) {
 				pay[0].iov_base = w->inline_data + w->sent;
@@ -152,7 +154,9 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 		}
 		h.imm_be = w->imm_data;
 		h.se = last && (w->send_flags & IBV_SEND_SOLICITED);
-		h.ackreq = last || rc->since_ackreq + 1 >= rc->ackreq_every;
+		/* UC has no acknowledgements to ask for */
+		h.ackreq = rc->type == IBV_QPT_RC &&
+			   (last || rc->since_ackreq + 1 >= rc->ackreq_every);
 		ret = rc_tx(rc, &h, pay, npay, len);
 		if (ret)
 			return ret;
@@ -169,6 +173,10 @@ void requester_run(struct srn_rc_state *rc)
 {
 	struct srn_qp *qp = rc->qp;
 
+	if (rc->type == IBV_QPT_UD) {
+		ud_requester_run(rc);
+		return;
+	}
 	if (!rc->path_ok || rc->rnr_wait || rc->resume_at)
 		return;
 	if (rc_state(rc) != IBV_QPS_RTS)
@@ -182,7 +190,8 @@ void requester_run(struct srn_rc_state *rc)
 			break;
 
 		if (!(w->state & WQE_STARTED)) {
-			if (!opcode_supported(w->opcode) || w->length > SRN_MAX_MSG_SIZE) {
+			if (!opcode_supported(w->opcode) || w->length > SRN_MAX_MSG_SIZE ||
+			    (rc->type == IBV_QPT_UC && rc_is_rd_atomic(w))) {
 				/* complete everything before it first */
 				if (qp->sq.head != qp->sq.next)
 					break;
@@ -229,8 +238,16 @@ void requester_run(struct srn_rc_state *rc)
 		}
 		if (ret < 0)
 			break;
-		if (wire_psn_diff(rc->req_psn, wire_psn_add(w->last_psn, 1)) >= 0)
+		if (rc->type == IBV_QPT_UC) {
+			/* nothing comes back: a packet out is a packet done,
+			 * and a message completes once its last one left */
+			rc->una_psn = rc->req_psn;
+		}
+		if (wire_psn_diff(rc->req_psn, wire_psn_add(w->last_psn, 1)) >= 0) {
 			qp->sq.next++;
+			if (rc->type == IBV_QPT_UC)
+				completer_retire_sent(rc);
+		}
 	}
 	requester_arm_retry(rc);
 }

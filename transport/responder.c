@@ -104,9 +104,9 @@ static void send_atomic_ack(struct srn_rc_state *rc, uint32_t psn, uint64_t orig
 	tx_retry(rc, &h, NULL, 0, 0);
 }
 
-static void push_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r,
-			 enum ibv_wc_status st, enum ibv_wc_opcode op,
-			 const struct wire_pkt *pkt, uint32_t byte_len)
+void responder_push_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r,
+			    enum ibv_wc_status st, enum ibv_wc_opcode op,
+			    const struct wire_pkt *pkt, uint32_t byte_len)
 {
 	struct srn_qp *qp = rc->qp;
 	struct ibv_wc wc;
@@ -133,7 +133,7 @@ static void push_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r,
  * (copied out) at the message's first use and kept in rc until the
  * completion; with a receive queue it stays at rq.head until then.
  * NULL: none posted (RNR). */
-static struct srn_recv_wqe *recv_wqe(struct srn_rc_state *rc)
+struct srn_recv_wqe *responder_recv_wqe(struct srn_rc_state *rc)
 {
 	struct srn_qp *qp = rc->qp;
 
@@ -247,7 +247,7 @@ static enum resp_state check_resource(struct srn_rc_state *rc, struct resp_pkt *
 		return RS_CHECK_RKEY;
 	/* A SEND takes its receive WQE at its first packet; a WRITE with
 	 * immediate at its last (the only one carrying ImmDt). */
-	p->rwqe = recv_wqe(rc);
+	p->rwqe = responder_recv_wqe(rc);
 	if (!p->rwqe)
 		return RS_NAK_RNR;
 	if ((c & WIRE_IS_SEND) && rc->msg_off + p->pkt->payload_len > p->rwqe->length)
@@ -351,7 +351,7 @@ static enum resp_state execute(struct srn_rc_state *rc, struct resp_pkt *p)
 		rc->msg_off += k->payload_len;
 		rc->in_msg = RC_MSG_SEND;
 		if (c & WIRE_IS_LAST) {
-			push_recv_wc(rc, p->rwqe, IBV_WC_SUCCESS, IBV_WC_RECV, k,
+			responder_push_recv_wc(rc, p->rwqe, IBV_WC_SUCCESS, IBV_WC_RECV, k,
 				     (uint32_t)rc->msg_off);
 			rc->in_msg = RC_MSG_NONE;
 			rc->msg_off = 0;
@@ -370,7 +370,7 @@ static enum resp_state execute(struct srn_rc_state *rc, struct resp_pkt *p)
 		rc->in_msg = RC_MSG_WRITE;
 		if (c & WIRE_IS_LAST) {
 			if (c & WIRE_HAS_IMMDT)
-				push_recv_wc(rc, p->rwqe, IBV_WC_SUCCESS,
+				responder_push_recv_wc(rc, p->rwqe, IBV_WC_SUCCESS,
 					     IBV_WC_RECV_RDMA_WITH_IMM, k, rc->wr_len);
 			rc->in_msg = RC_MSG_NONE;
 			rc->msg_off = 0;
@@ -464,13 +464,13 @@ static enum resp_state resp_step(struct srn_rc_state *rc, struct resp_pkt *p,
 		return RS_DONE;
 	case RS_ERR_LOC_LEN:
 		rc_count(rc, SRN_CNT_resp_nak_inv);
-		push_recv_wc(rc, p->rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, p->pkt, 0);
+		responder_push_recv_wc(rc, p->rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, p->pkt, 0);
 		send_aeth(rc, rc->epsn, WIRE_AETH_NAK_INV_REQ);
 		rc_qp_error(rc, IBV_EVENT_QP_FATAL);
 		return RS_DONE;
 	case RS_ERR_LOC_PROT:
 		rc_count(rc, SRN_CNT_resp_nak_op);
-		push_recv_wc(rc, p->rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, p->pkt, 0);
+		responder_push_recv_wc(rc, p->rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, p->pkt, 0);
 		send_aeth(rc, rc->epsn, WIRE_AETH_NAK_REM_OP);
 		rc_qp_error(rc, IBV_EVENT_QP_FATAL);
 		return RS_DONE;

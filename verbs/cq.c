@@ -71,55 +71,21 @@ static void cq_end_poll(struct ibv_cq_ex *c)
 	pthread_mutex_unlock(&cq_of_ex(c)->lock);
 }
 
-static enum ibv_wc_opcode cq_read_opcode(struct ibv_cq_ex *c)
-{
-	return cq_of_ex(c)->cur.opcode;
-}
+/* ibv_cq_ex read_* accessors: each returns one field of the current
+ * entry (start_poll/next_poll put it in cq->cur). */
+#define CQ_READERS(X)                                                     \
+	X(enum ibv_wc_opcode, opcode) X(uint32_t, vendor_err)             \
+	X(uint32_t, byte_len) X(__be32, imm_data) X(uint32_t, qp_num)     \
+	X(uint32_t, src_qp) X(unsigned int, wc_flags) X(uint32_t, slid)   \
+	X(uint8_t, sl) X(uint8_t, dlid_path_bits)
 
-static uint32_t cq_read_vendor_err(struct ibv_cq_ex *c)
-{
-	return cq_of_ex(c)->cur.vendor_err;
-}
-
-static uint32_t cq_read_byte_len(struct ibv_cq_ex *c)
-{
-	return cq_of_ex(c)->cur.byte_len;
-}
-
-static __be32 cq_read_imm_data(struct ibv_cq_ex *c)
-{
-	return cq_of_ex(c)->cur.imm_data;
-}
-
-static uint32_t cq_read_qp_num(struct ibv_cq_ex *c)
-{
-	return cq_of_ex(c)->cur.qp_num;
-}
-
-static uint32_t cq_read_src_qp(struct ibv_cq_ex *c)
-{
-	return cq_of_ex(c)->cur.src_qp;
-}
-
-static unsigned int cq_read_wc_flags(struct ibv_cq_ex *c)
-{
-	return cq_of_ex(c)->cur.wc_flags;
-}
-
-static uint32_t cq_read_slid(struct ibv_cq_ex *c)
-{
-	return cq_of_ex(c)->cur.slid;
-}
-
-static uint8_t cq_read_sl(struct ibv_cq_ex *c)
-{
-	return cq_of_ex(c)->cur.sl;
-}
-
-static uint8_t cq_read_dlid_path_bits(struct ibv_cq_ex *c)
-{
-	return cq_of_ex(c)->cur.dlid_path_bits;
-}
+#define CQ_READER(type, field)                                            \
+	static type cq_read_##field(struct ibv_cq_ex *c)                  \
+	{                                                                 \
+		return cq_of_ex(c)->cur.field;                            \
+	}
+CQ_READERS(CQ_READER)
+#undef CQ_READER
 
 /* ---- create / resize / destroy --------------------------------------- */
 
@@ -168,16 +134,9 @@ static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
 	cq->ibv.start_poll = cq_start_poll;
 	cq->ibv.next_poll = cq_next_poll;
 	cq->ibv.end_poll = cq_end_poll;
-	cq->ibv.read_opcode = cq_read_opcode;
-	cq->ibv.read_vendor_err = cq_read_vendor_err;
-	cq->ibv.read_byte_len = cq_read_byte_len;
-	cq->ibv.read_imm_data = cq_read_imm_data;
-	cq->ibv.read_qp_num = cq_read_qp_num;
-	cq->ibv.read_src_qp = cq_read_src_qp;
-	cq->ibv.read_wc_flags = cq_read_wc_flags;
-	cq->ibv.read_slid = cq_read_slid;
-	cq->ibv.read_sl = cq_read_sl;
-	cq->ibv.read_dlid_path_bits = cq_read_dlid_path_bits;
+#define CQ_SET_READER(type, field) cq->ibv.read_##field = cq_read_##field;
+	CQ_READERS(CQ_SET_READER)
+#undef CQ_SET_READER
 
 	if (channel) {
 		struct srn_comp_channel *ch = srn_chan(channel);
