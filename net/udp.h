@@ -22,6 +22,8 @@ struct net_udp {
 	int fd;                      /* -1 when closed */
 	struct net_addr local;       /* bound address and port */
 	int rcvbuf, sndbuf;          /* as granted by the kernel */
+	bool gro;                    /* UDP_GRO on: a datagram may hold several packets */
+	bool gso_off;                /* UDP_SEGMENT refused once: send one by one */
 };
 
 /* Bind to ip (family AF_INET: 4 bytes; AF_INET6: 16), port 4791 if free,
@@ -34,6 +36,19 @@ void net_udp_close(struct net_udp *u);
 int net_udp_send(struct net_udp *u, const struct net_addr *to,
 		 const struct iovec *iov, int iovcnt);
 
+/* Send nseg packets of seg bytes each (the last may be shorter), laid out
+ * back to back in iov, in one system call (UDP GSO).  The kernel gives the
+ * segments of one send IPv4 IDs 0, 1, 2, ... (WIRE.md).  Where GSO is
+ * refused it falls back to one datagram per segment, seg_iov[k] being the
+ * index in iov where segment k starts.  0, -EAGAIN or another -errno. */
+int net_udp_send_segs(struct net_udp *u, const struct net_addr *to,
+		      const struct iovec *iov, int iovcnt, uint32_t seg, int nseg,
+		      const int *seg_iov);
+
+/* True while SOFTRNIC_TEST_DROP/DUP fault injection is on (senders then
+ * send packet by packet so each can be dropped or duplicated alone). */
+bool net_udp_faults(void);
+
 /* Wait until the socket can take more (bounded by timeout_ms).  True if it can. */
 bool net_udp_wait_writable(struct net_udp *u, int timeout_ms);
 
@@ -42,6 +57,8 @@ struct net_udp_msg {
 	uint8_t *buf;                /* caller-owned buffer */
 	uint32_t cap;                /* its size */
 	uint32_t len;                /* bytes received */
+	uint32_t seg;                /* GRO segment size: buf holds packets of
+	                              * seg bytes (last shorter); 0 = one packet */
 	bool truncated;              /* datagram was longer than cap */
 	struct net_addr from;        /* sender */
 	struct net_addr to;          /* address it was sent to (port = ours) */

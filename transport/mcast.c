@@ -233,7 +233,10 @@ int srn_transport_mcast_join(struct srn_context *ctx, const union ibv_gid *mgid)
 
 	if (!eng)
 		return ENODEV;
-	if (!mcast_gid_to_ip(mgid, &family, ip) || family != eng->udp.local.family)
+	/* a group of the other family is joined on the interface too (it
+	 * can receive from hosts that send to it; this engine's socket
+	 * cannot send there) */
+	if (!mcast_gid_to_ip(mgid, &family, ip))
 		return EINVAL;
 	mc = mc_get(eng);
 	if (!mc)

@@ -96,6 +96,12 @@ struct srn_rc_state {
 	/* UD */
 	uint32_t qkey;               /* the QP's Q_Key (IBV_QP_QKEY) */
 
+	/* UC pacing: nothing tells a UC sender that the receiver's socket
+	 * is full, and a burst larger than it loses whole messages; so a UC
+	 * QP sends at most uc_burst_max bytes per UC_PACE_NS. */
+	uint64_t uc_burst_start;
+	uint64_t uc_burst_bytes;
+
 	_Atomic uint64_t cnt[SRN_CNT_MAX];
 };
 
@@ -104,6 +110,8 @@ static inline void rc_count(struct srn_rc_state *rc, enum srn_counter c)
 	atomic_fetch_add_explicit(&rc->cnt[c], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&rc->eng->cnt[c], 1, memory_order_relaxed);
 }
+
+enum { UC_PACE_NS = 250 * 1000, UC_PACE_BYTES = 256 * 1024 };
 
 /* Ring access.  head/next/tail are free-running counters; the slot is the
  * counter modulo the ring size. */
@@ -148,6 +156,13 @@ static inline enum ibv_qp_state rc_state(const struct srn_rc_state *rc)
 int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 	  int npay, uint32_t paylen);
 
+/* tx.c: between begin and end (nestable, per thread) rc_tx queues packets
+ * and sends each destination's run in one UDP GSO send; end flushes.  Call
+ * end before letting go of the QP lock. */
+void rc_tx_batch_begin(void);
+void rc_tx_batch_end(void);
+void rc_tx_batch_flush(void);
+
 /* tx.c: resolve [off, off+len) of an SGE list (lkeys of pd) with access;
  * fills iov.  Returns the number of iovecs, or -1 on a protection error. */
 int rc_sge_map(struct srn_rc_state *rc, struct srn_pd *pd,
@@ -186,6 +201,8 @@ void completer_retire_sent(struct srn_rc_state *rc);
 /* uc.c: Unreliable Connected receive side (no ACKs; a gap drops the
  * message in progress and the next FIRST/ONLY resynchronises). */
 void uc_responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);
+/* uc_pace.c: true when the UC sender must wait (resume_at is armed). */
+bool uc_paced(struct srn_rc_state *rc);
 
 /* ud.c: Unreliable Datagram.  l3/len describe the packet as received
  * (for the GRH slot). */

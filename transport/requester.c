@@ -169,7 +169,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	}
 }
 
-void requester_run(struct srn_rc_state *rc)
+static void requester_run_locked(struct srn_rc_state *rc)
 {
 	struct srn_qp *qp = rc->qp;
 
@@ -220,6 +220,8 @@ void requester_run(struct srn_rc_state *rc)
 			    (int32_t)rc->win_pkts)
 				break;
 		}
+		if (rc->type == IBV_QPT_UC && uc_paced(rc))
+			break;
 		ret = send_one(rc, w);
 		if (ret == -EAGAIN) {
 			rc->resume_at = srn_now_ns() + RESUME_DELAY_NS;
@@ -242,14 +244,29 @@ void requester_run(struct srn_rc_state *rc)
 			/* nothing comes back: a packet out is a packet done,
 			 * and a message completes once its last one left */
 			rc->una_psn = rc->req_psn;
+			rc->uc_burst_bytes += rc->pmtu;
+			/* no GSO for UC: segments of a GSO send are charged to
+			 * the receiving socket far above their size, which
+			 * defeats uc_pace.c's look at its queue */
+			rc_tx_batch_flush();
 		}
-		if (wire_psn_diff(rc->req_psn, wire_psn_add(w->last_psn, 1)) >= 0) {
+		if (wire_psn_diff(rc->req_psn, wire_psn_add(w->last_psn, 1)) >= 0)
 			qp->sq.next++;
-			if (rc->type == IBV_QPT_UC)
-				completer_retire_sent(rc);
-		}
+	}
+	if (rc->type == IBV_QPT_UC && qp->sq.head != qp->sq.next) {
+		/* complete only what really left (GSO batches wait in tx.c) */
+		rc_tx_batch_flush();
+		completer_retire_sent(rc);
 	}
 	requester_arm_retry(rc);
+}
+
+/* Packets built in one run leave in GSO batches (tx.c). */
+void requester_run(struct srn_rc_state *rc)
+{
+	rc_tx_batch_begin();
+	requester_run_locked(rc);
+	rc_tx_batch_end();
 }
 
 void requester_rewind(struct srn_rc_state *rc, uint32_t psn)

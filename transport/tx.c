@@ -2,6 +2,7 @@
  * RoCE packet (headers, payload straight from registered memory, pad,
  * ICRC) and hand it to the socket.  No allocation per packet. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "net/pcap.h"
@@ -49,6 +50,145 @@ int rc_sge_map(struct srn_rc_state *rc, struct srn_pd *pd,
 	return len == 0 ? n : -1;
 }
 
+/* ---- GSO batching ----------------------------------------------------------
+ * Between rc_tx_batch_begin and rc_tx_batch_end (one requester_run, under
+ * the QP's lock) packets to one destination are collected, payload still
+ * pointing into registered memory, and leave in one sendmsg with
+ * UDP_SEGMENT: one system call per ~60 KiB instead of per packet.  Each
+ * is a complete RoCE packet whose ICRC uses its index in the send as IPv4
+ * ID, which is what the kernel gives GSO segments (WIRE.md).  GSO wants
+ * equal segments except the last, so a packet of another size ends the
+ * batch.  Per thread, so no locking; flushed before the lock is let go,
+ * so a QP's packets keep their order. */
+enum {
+	TXB_MAX_SEGS = 64,
+	TXB_MAX_BYTES = 65000,       /* under the 65507-byte UDP limit */
+	TXB_MAX_IOV = 1024,          /* UIO_MAXIOV */
+	TXB_TAIL = 8,                /* pad (<= 3) + ICRC */
+};
+
+struct tx_batch {
+	int depth;                   /* begin/end nesting */
+	struct srn_engine *eng;      /* socket and destination of the batch */
+	struct net_addr to;
+	int nseg, niov;
+	uint32_t seg, bytes;
+	int seg_iov[TXB_MAX_SEGS];
+	struct iovec iov[TXB_MAX_IOV];
+	uint8_t hdr[TXB_MAX_SEGS][WIRE_MAX_HDR_LEN];
+	uint8_t tail[TXB_MAX_SEGS][TXB_TAIL];
+};
+
+static __thread struct tx_batch *txb;
+
+static void txb_flush(void)
+{
+	struct tx_batch *b = txb;
+	int ret;
+
+	if (!b || b->nseg == 0)
+		return;
+	ret = net_udp_send_segs(&b->eng->udp, &b->to, b->iov, b->niov, b->seg, b->nseg,
+				b->seg_iov);
+	if (ret == -EAGAIN && net_udp_wait_writable(&b->eng->udp, 5))
+		ret = net_udp_send_segs(&b->eng->udp, &b->to, b->iov, b->niov, b->seg,
+					b->nseg, b->seg_iov);
+	if (ret == -EAGAIN)
+		atomic_fetch_add_explicit(&b->eng->cnt[SRN_CNT_tx_eagain], 1,
+					  memory_order_relaxed);
+	else if (ret < 0)
+		atomic_fetch_add_explicit(&b->eng->cnt[SRN_CNT_tx_error], 1,
+					  memory_order_relaxed);
+	/* A batch that could not go is lost like on a wire; the ACK timeout
+	 * resends it. */
+	b->nseg = b->niov = 0;
+	b->bytes = b->seg = 0;
+}
+
+void rc_tx_batch_begin(void)
+{
+	if (!txb) {
+		/* one per thread that ever sends; freed never (small, and a
+		 * thread-exit hook for it is not worth the complexity) */
+		txb = calloc(1, sizeof(*txb));
+		if (!txb)
+			return;
+	}
+	txb->depth++;
+}
+
+void rc_tx_batch_end(void)
+{
+	if (!txb || txb->depth == 0)
+		return;
+	if (--txb->depth == 0)
+		txb_flush();
+}
+
+/* UC and UD complete a WQE once its packets have left: send what is
+ * queued now (the batch stays open). */
+void rc_tx_batch_flush(void)
+{
+	txb_flush();
+}
+
+static bool same_addr(const struct net_addr *a, const struct net_addr *b)
+{
+	return a->family == b->family && a->port == b->port && !memcmp(a->ip, b->ip, 16);
+}
+
+/* Queue a packet described by iov[0..n) (header first, tail last).  The
+ * header and tail are copied; the payload stays where it is. */
+static int txb_add(struct srn_rc_state *rc, const struct iovec *iov, int n,
+		   uint32_t len, int hlen, int tlen)
+{
+	struct tx_batch *b = txb;
+	struct wire_l3 l3 = rc->l3;
+	uint32_t icrc;
+	uint8_t *tail;
+	int k;
+
+	if (b->nseg && (b->eng != rc->eng || !same_addr(&b->to, &rc->peer) ||
+			len > b->seg || b->nseg == TXB_MAX_SEGS ||
+			b->bytes + len > TXB_MAX_BYTES || b->niov + n > TXB_MAX_IOV))
+		txb_flush();
+	if (b->nseg == 0) {
+		b->eng = rc->eng;
+		b->to = rc->peer;
+		b->seg = len;
+	}
+	k = b->nseg;
+	b->seg_iov[k] = b->niov;
+	memcpy(b->hdr[k], iov[0].iov_base, (size_t)hlen);
+	b->iov[b->niov].iov_base = b->hdr[k];
+	b->iov[b->niov++].iov_len = (size_t)hlen;
+	for (int i = 1; i < n - 1; i++)
+		b->iov[b->niov++] = iov[i];
+	tail = b->tail[k];
+	memset(tail, 0, TXB_TAIL);
+	b->iov[b->niov].iov_base = tail;
+	b->iov[b->niov].iov_len = (size_t)tlen - WIRE_ICRC_LEN;
+	/* ICRC over header + payload + pad, with this segment's IPv4 ID (0
+	 * when the batch will go packet by packet: see net_udp_send_segs) */
+	l3.ip_id = b->eng->udp.gso_off || net_udp_faults() ? 0 : (uint16_t)k;
+	icrc = wire_icrc(&l3, &b->iov[b->seg_iov[k]], b->niov - b->seg_iov[k] +
+			 (tlen > WIRE_ICRC_LEN ? 1 : 0));
+	tail[tlen - 4] = (uint8_t)icrc;
+	tail[tlen - 3] = (uint8_t)(icrc >> 8);
+	tail[tlen - 2] = (uint8_t)(icrc >> 16);
+	tail[tlen - 1] = (uint8_t)(icrc >> 24);
+	b->iov[b->niov++].iov_len = (size_t)tlen;
+	b->nseg++;
+	b->bytes += len;
+	if (net_pcap_enabled()) {
+		l3.dport = SRN_ROCE_UDP_PORT;
+		net_pcap_write(&l3, &b->iov[b->seg_iov[k]], b->niov - b->seg_iov[k]);
+	}
+	if (len < b->seg)
+		txb_flush(); /* a shorter packet can only be the last */
+	return 0;
+}
+
 int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 	  int npay, uint32_t paylen)
 {
@@ -74,6 +214,16 @@ int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 			iov[n++] = pay[i];
 	iov[n].iov_base = tail;
 	iov[n].iov_len = h->padcnt;
+	if (txb && txb->depth > 0) {
+		uint32_t len = (uint32_t)hlen + paylen + h->padcnt + WIRE_ICRC_LEN;
+
+		iov[n].iov_len = h->padcnt + WIRE_ICRC_LEN;
+		txb_add(rc, iov, n + 1, len, hlen, h->padcnt + WIRE_ICRC_LEN);
+		rc_count(rc, SRN_CNT_tx_packets);
+		atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_tx_bytes],
+					  (uint64_t)hlen + paylen, memory_order_relaxed);
+		return 0;
+	}
 	icrc = wire_icrc(&rc->l3, iov, n + (h->padcnt ? 1 : 0));
 	tail[h->padcnt + 0] = (uint8_t)icrc;
 	tail[h->padcnt + 1] = (uint8_t)(icrc >> 8);

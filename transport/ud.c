@@ -74,8 +74,8 @@ static bool ud_route(struct srn_rc_state *rc, const struct srn_send_wqe *w)
 	return true;
 }
 
-/* Send the WQE at sq.next.  0, -EAGAIN, or -errno after completing it
- * with an error (the QP then is in ERR). */
+/* Send the WQE at sq.next.  0, -EAGAIN, or -EINVAL (opcode), -EMSGSIZE
+ * (larger than the MTU), -EFAULT (local protection error). */
 static int ud_send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 {
 	struct srn_qp *qp = rc->qp;
@@ -85,13 +85,11 @@ static int ud_send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	int npay = 0, ret;
 
 	if (w->opcode != IBV_WR_SEND && !imm) {
-		completer_fail(rc, IBV_WC_LOC_QP_OP_ERR);
 		return -EINVAL;
 	}
 	if (w->length > rc->pmtu) {
 		/* a datagram is one packet: larger is a local length error */
 		rc_count(rc, SRN_CNT_ud_too_long);
-		completer_fail(rc, IBV_WC_LOC_LEN_ERR);
 		return -EMSGSIZE;
 	}
 	if (w->length) {
@@ -102,10 +100,8 @@ static int ud_send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 		} else {
 			npay = rc_sge_map(rc, qp->pd, w->sge, w->num_sge, 0, w->length, 0,
 					  pay, SRN_MAX_SGE);
-			if (npay < 0) {
-				completer_fail(rc, IBV_WC_LOC_PROT_ERR);
+			if (npay < 0)
 				return -EFAULT;
-			}
 		}
 	}
 	if (!ud_route(rc, w)) {
@@ -128,6 +124,23 @@ static int ud_send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	return 0;
 }
 
+/* Complete the WQEs whose packet left (tx.c may hold it in a batch until
+ * the flush: the application may reuse the buffer after the completion). */
+static void ud_retire(struct srn_rc_state *rc)
+{
+	struct srn_qp *qp = rc->qp;
+
+	if (qp->sq.head == qp->sq.next)
+		return;
+	rc_tx_batch_flush();
+	for (; qp->sq.head != qp->sq.next; qp->sq.head++) {
+		struct srn_send_wqe *w = rc_sq(qp, qp->sq.head);
+
+		ud_send_wc(rc, w, IBV_WC_SUCCESS);
+		w->state = WQE_NEW;
+	}
+}
+
 void ud_requester_run(struct srn_rc_state *rc)
 {
 	struct srn_qp *qp = rc->qp;
@@ -139,17 +152,23 @@ void ud_requester_run(struct srn_rc_state *rc)
 		int ret = ud_send_one(rc, w);
 
 		if (ret == -EAGAIN) {
+			ud_retire(rc);
 			rc->resume_at = srn_now_ns() + UD_RESUME_NS;
 			srn_engine_arm(rc->eng, rc->resume_at);
 			return;
 		}
-		if (ret < 0)
-			return; /* completed with an error, QP flushed */
+		if (ret < 0) {
+			/* what went before completes first; then this one
+			 * fails and the QP goes to ERR, as on rxe */
+			ud_retire(rc);
+			completer_fail(rc, ret == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR :
+					   ret == -EFAULT ? IBV_WC_LOC_PROT_ERR :
+					   IBV_WC_LOC_QP_OP_ERR);
+			return;
+		}
 		qp->sq.next++;
-		ud_send_wc(rc, w, IBV_WC_SUCCESS);
-		w->state = WQE_NEW;
-		qp->sq.head = qp->sq.next;
 	}
+	ud_retire(rc);
 }
 
 /* The 40-byte GRH slot as RoCEv2 receivers present it: for IPv4, 20
@@ -261,9 +280,9 @@ void ud_mcast_rx(struct srn_engine *eng, const struct wire_pkt *pkt,
 		 const struct wire_l3 *l3, uint32_t len)
 {
 	struct srn_qp *qps[UD_MAX_MCAST_COPIES];
-	uint32_t qpns[UD_MAX_MCAST_COPIES];
+	struct srn_rc_state *pinned[UD_MAX_MCAST_COPIES];
 	union ibv_gid g;
-	uint32_t n;
+	uint32_t n, m;
 
 	/* the group's GID, in the forms rdma_cm (RoCEv2, RoCEv1) and
 	 * applications use */
@@ -284,13 +303,21 @@ void ud_mcast_rx(struct srn_engine *eng, const struct wire_pkt *pkt,
 		n = UD_MAX_MCAST_COPIES;
 	if (n == 0)
 		atomic_fetch_add(&eng->cnt[SRN_CNT_mcast_no_member], 1);
-	for (uint32_t i = 0; i < n; i++)
-		qpns[i] = qps[i]->ex.qp_base.qp_num;
-	for (uint32_t i = 0; i < n; i++) {
-		struct srn_rc_state *rc = srn_engine_get_qp(eng, qpns[i]);
+	/* The QPs may be destroyed meanwhile: find them in the engine's
+	 * table by pointer (no dereference) and pin them there. */
+	m = 0;
+	pthread_mutex_lock(&eng->qps_lock);
+	for (uint32_t j = 0; j < eng->n_all && m < n; j++)
+		for (uint32_t i = 0; i < n; i++)
+			if (eng->all[j]->qp == qps[i]) {
+				pinned[m++] = eng->all[j];
+				atomic_fetch_add(&eng->all[j]->inflight, 1);
+				break;
+			}
+	pthread_mutex_unlock(&eng->qps_lock);
+	for (uint32_t i = 0; i < m; i++) {
+		struct srn_rc_state *rc = pinned[i];
 
-		if (!rc)
-			continue;
 		pthread_mutex_lock(&rc->qp->lock);
 		if (!rc->dead && rc->type == IBV_QPT_UD) {
 			rc_count(rc, SRN_CNT_mcast_rx);
