@@ -68,10 +68,20 @@ static inline struct srn_send_wqe *srn_sq_slot(struct srn_qp *qp, uint32_t i)
 	return &((struct srn_send_wqe *)qp->sq.wqe)[i & (qp->sq.max_wr - 1)];
 }
 
+static inline struct srn_recv_wqe *srn_wq_recv_slot(struct srn_wq *wq, uint32_t i)
+{
+	return &((struct srn_recv_wqe *)wq->wqe)[i & (wq->max_wr - 1)];
+}
+
 static inline struct srn_recv_wqe *srn_rq_slot(struct srn_qp *qp, uint32_t i)
 {
-	return &((struct srn_recv_wqe *)qp->rq.wqe)[i & (qp->rq.max_wr - 1)];
+	return srn_wq_recv_slot(&qp->rq, i);
 }
+
+/* Validate one receive WR against a queue of max_sge SGEs and append it
+ * (a QP's RQ and an SRQ share this).  Returns 0, EINVAL or ENOMEM (full);
+ * the caller holds the queue's lock. */
+int srn_wq_post_recv(struct srn_wq *wq, uint32_t max_sge, const struct ibv_recv_wr *wr);
 
 /* qp_wr.c: fill the ibv_wr_* function pointers of qp->ex. */
 void srn_qp_ex_init(struct srn_qp *qp);

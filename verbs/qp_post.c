@@ -156,6 +156,30 @@ static int wqe_from_wr(const struct srn_qp *qp, struct srn_send_wqe *w,
 	return 0;
 }
 
+int srn_wq_post_recv(struct srn_wq *wq, uint32_t max_sge, const struct ibv_recv_wr *wr)
+{
+	struct srn_recv_wqe *r;
+	uint64_t len = 0;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge ||
+	    (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	if (wq->tail - wq->head >= wq->max_wr)
+		return ENOMEM;
+	for (int i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	if (len > SRN_MAX_MSG_SIZE)
+		return EINVAL;
+	r = srn_wq_recv_slot(wq, wq->tail);
+	r->wr_id = wr->wr_id;
+	r->num_sge = (uint32_t)wr->num_sge;
+	if (wr->num_sge)
+		memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(r->sge[0]));
+	r->length = len;
+	wq->tail++;
+	return 0;
+}
+
 int srn_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr)
 {
@@ -202,33 +226,9 @@ int srn_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	if (ibqp->state == IBV_QPS_RESET || qp->srq || !qp->rq.wqe)
 		err = EINVAL;
 	for (; wr && !err; wr = wr->next) {
-		struct srn_recv_wqe *r;
-		uint64_t len = 0;
-		int i;
-
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
-		    (wr->num_sge && !wr->sg_list)) {
-			err = EINVAL;
+		err = srn_wq_post_recv(&qp->rq, qp->cap.max_recv_sge, wr);
+		if (err)
 			break;
-		}
-		if (qp->rq.tail - qp->rq.head >= qp->rq.max_wr) {
-			err = ENOMEM;
-			break;
-		}
-		for (i = 0; i < wr->num_sge; i++)
-			len += wr->sg_list[i].length;
-		if (len > SRN_MAX_MSG_SIZE) {
-			err = EINVAL;
-			break;
-		}
-		r = srn_rq_slot(qp, qp->rq.tail);
-		r->wr_id = wr->wr_id;
-		r->num_sge = (uint32_t)wr->num_sge;
-		if (wr->num_sge)
-			memcpy(r->sge, wr->sg_list,
-			       (size_t)wr->num_sge * sizeof(r->sge[0]));
-		r->length = len;
-		qp->rq.tail++;
 		posted++;
 	}
 	if (err && bad_wr)

@@ -20,7 +20,7 @@ static uint32_t round_pow2(uint32_t v)
 
 static struct srn_recv_wqe *srq_slot(struct srn_srq *srq, uint32_t i)
 {
-	return &((struct srn_recv_wqe *)srq->rq.wqe)[i & (srq->rq.max_wr - 1)];
+	return srn_wq_recv_slot(&srq->rq, i);
 }
 
 /* ---- create ---------------------------------------------------------- */
@@ -204,33 +204,9 @@ static int srn_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 
 	pthread_mutex_lock(&srq->lock);
 	for (; wr; wr = wr->next) {
-		struct srn_recv_wqe *r;
-		uint64_t len = 0;
-		int i;
-
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->rq.max_sge ||
-		    (wr->num_sge && !wr->sg_list)) {
-			err = EINVAL;
+		err = srn_wq_post_recv(&srq->rq, srq->rq.max_sge, wr);
+		if (err)
 			break;
-		}
-		if (srq->rq.tail - srq->rq.head >= srq->rq.max_wr) {
-			err = ENOMEM;
-			break;
-		}
-		for (i = 0; i < wr->num_sge; i++)
-			len += wr->sg_list[i].length;
-		if (len > SRN_MAX_MSG_SIZE) {
-			err = EINVAL;
-			break;
-		}
-		r = srq_slot(srq, srq->rq.tail);
-		r->wr_id = wr->wr_id;
-		r->num_sge = (uint32_t)wr->num_sge;
-		if (wr->num_sge)
-			memcpy(r->sge, wr->sg_list,
-			       (size_t)wr->num_sge * sizeof(r->sge[0]));
-		r->length = len;
-		srq->rq.tail++;
 	}
 	if (err && bad_wr)
 		*bad_wr = wr;
