@@ -3,7 +3,12 @@
 #ifndef BENCH_UTIL_H
 #define BENCH_UTIL_H
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 static inline double bench_now_s(void)
@@ -39,6 +44,25 @@ static inline size_t bench_parse_size(const char *s)
 	else if (*end == 'm' || *end == 'M')
 		v <<= 20;
 	return v;
+}
+
+/* A UDP socket bound to 127.0.0.1 on a free port; *sa gets its address.
+ * Exits with a message naming the program on failure. */
+static inline int bench_udp_loopback(struct sockaddr_in *sa, const char *who)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	socklen_t l = sizeof(*sa);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)sa, sizeof(*sa)) ||
+	    getsockname(fd, (struct sockaddr *)sa, &l)) {
+		fprintf(stderr, "%s: socket: ", who);
+		perror(NULL);
+		exit(1);
+	}
+	return fd;
 }
 
 #endif

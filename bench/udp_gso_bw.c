@@ -36,22 +36,6 @@ struct rx_result {
 	int rcvbuf;			/* socket buffer the kernel granted */
 };
 
-static int udp_socket(struct sockaddr_in *sa)
-{
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	socklen_t l = sizeof(*sa);
-
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)sa, sizeof(*sa)) ||
-	    getsockname(fd, (struct sockaddr *)sa, &l)) {
-		perror("udp_gso_bw: socket");
-		exit(1);
-	}
-	return fd;
-}
-
 /* Bytes received so far, shared with the sender for pacing. */
 static unsigned long long *rx_progress;
 
@@ -155,7 +139,8 @@ int main(int argc, char **argv)
 		batch = seg;
 
 	struct sockaddr_in ra, sa;
-	int rfd = udp_socket(&ra), sfd = udp_socket(&sa);
+	int rfd = bench_udp_loopback(&ra, "udp_gso_bw");
+	int sfd = bench_udp_loopback(&sa, "udp_gso_bw");
 	int big = 16 << 20;
 	/* FORCE works as root past net.core.rmem_max; plain is the fallback. */
 	if (setsockopt(rfd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big)))

@@ -3,6 +3,7 @@
  * Usage: udp_pingpong [-s SIZE] [-n ITERS] [-b (blocking recv)]
  * Prints the median and average one-way latency (half round trip) in us. */
 #include <arpa/inet.h>
+#include "bench_util.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,30 +16,7 @@
 
 static double now_us(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static int bound_socket(struct sockaddr_in *sa)
-{
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	socklen_t l = sizeof(*sa);
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)sa, sizeof(*sa)) ||
-	    getsockname(fd, (struct sockaddr *)sa, &l)) {
-		perror("socket");
-		exit(1);
-	}
-	return fd;
+	return bench_now_s() * 1e6;
 }
 
 /* Receive one datagram; busy-polls unless blocking, gives up after 5 s. */
@@ -64,7 +42,8 @@ int main(int argc, char **argv)
 		else return 2;
 	}
 	struct sockaddr_in a, b;
-	int fa = bound_socket(&a), fb = bound_socket(&b);
+	int fa = bench_udp_loopback(&a, "udp_pingpong");
+	int fb = bench_udp_loopback(&b, "udp_pingpong");
 	char *buf = calloc(1, size > 64 ? size : 64);
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -89,8 +68,7 @@ int main(int argc, char **argv)
 		sum += rtt[i];
 	}
 	waitpid(pid, NULL, 0);
-	qsort(rtt, iters, sizeof(double), cmp);
 	printf("udp_pingpong size %d iters %d: median %.2f us, average %.2f us (one way)\n",
-	       size, iters, rtt[iters / 2], sum / iters);
+	       size, iters, bench_median(rtt, iters), sum / iters);
 	return 0;
 }
