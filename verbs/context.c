@@ -48,6 +48,9 @@ SRN_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ic->cmd_fd = -1;
 	ctx->dev = srn_dev(device);
 	ctx->key_seed = random_seed();
+	do
+		ctx->mrdir_nonce = random_seed();
+	while (ctx->mrdir_nonce == 0);
 	pthread_mutex_init(&ctx->lock, NULL);
 	atomic_init(&ctx->num_objects, 0);
 

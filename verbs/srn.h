@@ -88,6 +88,9 @@ struct srn_context {
 	struct srn_qp **qps;         /* local QPs, open-addressed by QPN */
 	uint32_t qps_cap;            /* slots in qps[] (power of two) */
 	atomic_uint num_objects;     /* live PDs, MRs, CQs, QPs... (leak check) */
+	uint32_t mrdir_nonce;        /* names this context's MR directory
+				      * (verbs/mr_dir.h); random, never 0 */
+	struct srn_mrdir *mrdir;     /* the published MR directory, or NULL */
 };
 
 static inline struct srn_context *srn_ctx(struct ibv_context *c)
@@ -115,6 +118,8 @@ struct srn_mr {
 	uintptr_t vaddr;             /* where iova maps in this process */
 	uint64_t length;             /* bytes */
 	unsigned int access;         /* IBV_ACCESS_* flags */
+	struct srn_mr_share *share;  /* memfd backing peers can map
+				      * (verbs/mr_share.c), or NULL */
 };
 
 /* Result of a memory check: one place maps it to NAK and WC status. */

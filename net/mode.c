@@ -1,0 +1,29 @@
+/* net/mode: SOFTRNIC_TRANSPORT (see mode.h). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/mode.h"
+
+static bool shm_allowed = true;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void read_env(void)
+{
+	const char *e = getenv("SOFTRNIC_TRANSPORT");
+
+	if (!e || !*e || !strcmp(e, "auto") || !strcmp(e, "shm"))
+		return;
+	if (!strcmp(e, "udp")) {
+		shm_allowed = false;
+		return;
+	}
+	fprintf(stderr, "softrnic: SOFTRNIC_TRANSPORT=%s unknown (auto|shm|udp); using auto\n", e);
+}
+
+bool net_shm_allowed(void)
+{
+	pthread_once(&once, read_env);
+	return shm_allowed;
+}

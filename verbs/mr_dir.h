@@ -1,0 +1,51 @@
+/* verbs/mr_dir: a context's MR directory, published in shared memory so
+ * that a same-host peer can check an rkey and reach the memory itself
+ * (DESIGN.md "Same host"; the shared-memory path of transport/direct.c).
+ *
+ * One file per context, /dev/shm/softrnic-mrdir-<pid>-<nonce> (nonce:
+ * srn_context.mrdir_nonce, random), written only by its owner, mapped
+ * read-only by peers.  The entry of an MR is at index key >> 8 (the MR
+ * table index, verbs/mr.c).  Peers read an entry under its seqlock: read
+ * seq (even), copy the fields, re-read seq; if it changed or is odd, the
+ * entry was being rewritten: retry or give up. */
+#ifndef VERBS_MR_DIR_H
+#define VERBS_MR_DIR_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define SRN_MRDIR_MAGIC 0x52444d53u  /* "SMDR" */
+#define SRN_MRDIR_VERSION 1u
+
+struct srn_mrdir_hdr {
+	uint32_t magic, version;
+	int32_t pid;                 /* owner */
+	uint32_t nslots;             /* entries that follow */
+	uint8_t pad[48];             /* entries start on a cache line */
+};
+
+struct srn_mrdir_entry {
+	_Atomic uint32_t seq;        /* odd while the owner rewrites it */
+	uint32_t key;                /* lkey == rkey; 0 = no MR */
+	uint32_t pd_handle;          /* srn_pd.ibv.handle (unique per process) */
+	uint32_t access;             /* IBV_ACCESS_* */
+	uint64_t iova;               /* first address peers use */
+	uint64_t length;
+	uint64_t vaddr;              /* owner's address of iova's byte
+				      * (process_vm_readv/writev) */
+	int32_t memfd;               /* owner's fd backing the MR, -1: none
+				      * (then only process_vm_* reaches it) */
+	uint32_t pad0;
+	uint64_t memfd_ino;          /* st_ino of that memfd: a reused fd
+				      * number never matches a stale cache */
+	uint64_t memfd_off;          /* offset in the memfd of iova's byte */
+};
+
+/* "/dev/shm/softrnic-mrdir-<pid>-<nonce>" into buf (>= 64 bytes). */
+static inline void srn_mrdir_name(char *buf, size_t size, int pid, uint32_t nonce)
+{
+	snprintf(buf, size, "/dev/shm/softrnic-mrdir-%d-%08x", pid, nonce);
+}
+
+#endif
