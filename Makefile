@@ -7,10 +7,12 @@ CMAKE_FLAGS ?=
 
 BUILD_PKGS = cmake gcc make pkg-config libibverbs-dev librdmacm-dev libisal-dev
 TEST_PKGS = ibverbs-utils perftest rdmacm-utils iproute2 tshark
+# clang + its runtime: the libFuzzer smoke test (tests/e2e/fuzz_smoke.sh)
+TEST_PKGS += clang libclang-rt-14-dev
 DEMO_PKGS =
 BENCH_PKGS = iperf3 gnuplot-nox ucx-utils libfabric-bin
 
-.PHONY: all build deps deps-test deps-bench configure demo check bench clean
+.PHONY: all build deps deps-test deps-bench configure demo check bench fuzz clean
 
 all: build
 
@@ -42,6 +44,12 @@ check: deps-test
 bench: deps-bench
 	@$(MAKE) --no-print-directory build
 	@SRN_BUILD=$(abspath $(BUILD)) bench/run.sh
+
+# Longer fuzzing than make check's smoke run: FUZZ_SECONDS per target.
+FUZZ_SECONDS ?= 300
+fuzz: deps-test
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) SRN_BUILD=$(abspath $(BUILD)) SRN_SOURCE=$(CURDIR) \
+		bash tests/e2e/fuzz_smoke.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -70,7 +70,8 @@ static void send_read_resp(struct srn_rc_state *rc, uint32_t psn, const uint8_t 
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t off = k * rc->pmtu;
 		uint32_t l = len - off < rc->pmtu ? len - off : rc->pmtu;
-		struct iovec iov = { .iov_base = (void *)(src + off), .iov_len = l };
+		/* a zero-length READ has no target (src NULL) */
+		struct iovec iov = { .iov_base = l ? (void *)(src + off) : NULL, .iov_len = l };
 		struct wire_pkt h;
 
 		memset(&h, 0, sizeof(h));
