@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # SOFTRNIC_PCAP writes every packet sent and received; tshark's RoCE
 # dissector must decode them (opcodes, PSNs, RETH) with no malformed packet.
+# Same-host shared memory moves no packets: capture the RoCEv2 path.
+export SOFTRNIC_TRANSPORT=udp
 . "$(dirname "$0")/../lib/e2e.sh"
 t_need tshark ib_write_bw
 port=$(t_port)
