@@ -5,6 +5,7 @@
 #include "verbs/async.h"
 #include "verbs/device.h"
 #include "verbs/export.h"
+#include "verbs/mr_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -84,6 +85,8 @@ SRN_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		pthread_mutex_destroy(&ic->mutex);
 		goto fail;
 	}
+	/* Not fatal: without it, same-host peers take the UDP path. */
+	srn_mrdir_open(ctx);
 	return ic;
 
 fail:
@@ -106,6 +109,7 @@ SRN_EXPORT int ibv_close_device(struct ibv_context *context)
 		return EINVAL;
 	ctx = srn_ctx(context);
 	srn_engine_detach(ctx);
+	srn_mrdir_close(ctx);
 	srn_async_destroy(ctx->async);
 	if (context->cmd_fd >= 0)
 		close(context->cmd_fd);

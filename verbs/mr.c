@@ -9,6 +9,8 @@
  * that replaced it. */
 #include "verbs/datapath.h"
 #include "verbs/export.h"
+#include "verbs/mr_dir.h"
+#include "verbs/mr_share.h"
 
 #include <stdlib.h>
 #include <sys/random.h>
@@ -157,11 +159,14 @@ SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 	mr->vaddr = (uintptr_t)addr;
 	mr->length = length;
 	mr->access = access & MR_ACCESS_KEPT;
+	/* Same-host peers may map it (verbs/mr_share.c); NULL = they can't. */
+	mr->share = srn_mrdir_active(ctx) ? srn_mr_share_get(addr, length) : NULL;
 
 	pthread_mutex_lock(&ctx->lock);
 	idx = mr_slot_alloc(ctx);
 	if (!idx) {
 		pthread_mutex_unlock(&ctx->lock);
+		srn_mr_share_put(mr->share);
 		free(mr);
 		errno = ENOMEM;
 		return NULL;
@@ -180,6 +185,7 @@ SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 	mr->ibv.rkey = key;
 	ctx->mrs[idx] = mr;
 	pthread_mutex_unlock(&ctx->lock);
+	srn_mrdir_publish(ctx, mr);
 
 	atomic_fetch_add(&mr->pd->users, 1);
 	atomic_fetch_add(&ctx->num_objects, 1);
@@ -210,6 +216,7 @@ SRN_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 			  IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
 	struct srn_context *ctx;
 	struct srn_mr *mr;
+	struct srn_mr_share *old_share = NULL, *new_share = NULL;
 	unsigned int acc;
 	int err = 0;
 
@@ -239,6 +246,8 @@ SRN_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && srn_mrdir_active(ctx))
+		new_share = srn_mr_share_get(addr, length);
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
 		atomic_fetch_add(&srn_pd(pd)->users, 1);
 		atomic_fetch_sub(&mr->pd->users, 1);
@@ -255,11 +264,15 @@ SRN_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 		mr->iova = (acc & IBV_ACCESS_ZERO_BASED) ? 0 : (uintptr_t)addr;
 		mr->ibv.addr = addr;
 		mr->ibv.length = length;
+		old_share = mr->share;
+		mr->share = new_share;
 	} else if ((acc ^ mr->access) & IBV_ACCESS_ZERO_BASED) {
 		mr->iova = (acc & IBV_ACCESS_ZERO_BASED) ? 0 : mr->vaddr;
 	}
 	mr->access = acc & MR_ACCESS_KEPT;
 	pthread_mutex_unlock(&ctx->lock);
+	srn_mrdir_publish(ctx, mr);
+	srn_mr_share_put(old_share);
 	return 0;
 }
 
@@ -280,10 +293,13 @@ SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 		pthread_mutex_unlock(&ctx->lock);
 		return EINVAL;
 	}
+	/* Peers stop finding it before the key stops resolving. */
+	srn_mrdir_retract(ctx, mr);
 	ctx->mrs[idx] = tombstone(ibmr->lkey);
 	pthread_mutex_unlock(&ctx->lock);
 	atomic_fetch_sub(&mr->pd->users, 1);
 	atomic_fetch_sub(&ctx->num_objects, 1);
+	srn_mr_share_put(mr->share);
 	free(mr);
 	return 0;
 }

@@ -12,6 +12,7 @@
 #define VERBS_MR_DIR_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -47,5 +48,23 @@ static inline void srn_mrdir_name(char *buf, size_t size, int pid, uint32_t nonc
 {
 	snprintf(buf, size, "/dev/shm/softrnic-mrdir-%d-%08x", pid, nonce);
 }
+
+/* Owner side (verbs/mr_dir.c). */
+struct srn_context;
+struct srn_mr;
+
+/* Creates the context's directory (ctx->mrdir; NULL under
+ * SOFTRNIC_TRANSPORT=udp or on failure).  0 or -errno; a failure is not
+ * fatal: peers then take the UDP path. */
+int srn_mrdir_open(struct srn_context *ctx);
+/* Unmaps and removes it (a no-op when there is none). */
+void srn_mrdir_close(struct srn_context *ctx);
+/* True when this process publishes ctx's MRs (a directory exists and is
+ * ours, not a fork parent's): only then is sharing an MR worth its cost. */
+bool srn_mrdir_active(const struct srn_context *ctx);
+/* Writes mr's entry (after registration or any change to it). */
+void srn_mrdir_publish(struct srn_context *ctx, const struct srn_mr *mr);
+/* Clears mr's entry (key 0), before the MR goes away. */
+void srn_mrdir_retract(struct srn_context *ctx, const struct srn_mr *mr);
 
 #endif
