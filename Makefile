@@ -9,6 +9,8 @@ BUILD_PKGS = cmake gcc make pkg-config libibverbs-dev librdmacm-dev libisal-dev
 TEST_PKGS = ibverbs-utils perftest rdmacm-utils iproute2 tshark
 # clang + its runtime: the libFuzzer smoke test (tests/e2e/fuzz_smoke.sh)
 TEST_PKGS += clang libclang-rt-14-dev
+# valgrind: the rdma_cm connect/disconnect leak check (tests/api/test_cm_leaks.c)
+TEST_PKGS += valgrind
 DEMO_PKGS =
 BENCH_PKGS = iperf3 gnuplot-nox ucx-utils libfabric-bin
 

@@ -16,6 +16,7 @@
 static pthread_mutex_t agent_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int gsi_fd = -1, wake_fd = -1;
 static uint16_t gsi_port;
+static int gsi_slot = -1;            /* our directory slot */
 static uint32_t gsi_psn;             /* UD PSN of our GSI "QP" */
 static pid_t agent_pid;
 int cm_debug_on;
@@ -91,7 +92,12 @@ int cm_agent_start(void)
 	agent_pid = getpid();
 	if (getrandom(&gsi_psn, sizeof(gsi_psn), 0) != sizeof(gsi_psn))
 		gsi_psn = (uint32_t)getpid();
-	cm_dir_agent_register(gsi_port);
+	{
+		int slot = cm_dir_agent_register(gsi_port) ? -1 :
+			   cm_dir_agent_slot(gsi_port);
+
+		gsi_slot = slot >= 0 ? slot : -1;
+	}
 	/* The thread takes no signals: they belong to the application. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -113,6 +119,11 @@ out:
 uint16_t cm_agent_port(void)
 {
 	return gsi_port;
+}
+
+int cm_agent_slot(void)
+{
+	return gsi_slot;
 }
 
 void cm_agent_wake(void)

@@ -87,8 +87,11 @@ enum cm_state {
 /* Where the peer's CM agent listens: IPv4 address + UDP port. */
 struct cm_peer {
 	uint8_t ip[4];
-	uint16_t port;               /* host order */
+	uint16_t port;               /* host order; CM_ROCE_PORT: a RoCE GSI
+	                              * (kernel rdma_cm, another host), never
+	                              * a softrnic agent of this host */
 };
+enum { CM_ROCE_PORT = 4791 };     /* RoCEv2's UDP port: where a GSI listens */
 
 struct cm_id {
 	struct rdma_cm_id id;        /* the application's id: first */
@@ -176,6 +179,8 @@ int cm_sync_complete(struct cm_id *c, enum rdma_cm_event_type want);
 /* Start the agent (socket + thread) once.  0 or positive errno. */
 int cm_agent_start(void);
 uint16_t cm_agent_port(void);        /* our GSI UDP port, host order */
+/* Our agent's directory slot (the top bits of our comm ids), -1 if none. */
+int cm_agent_slot(void);
 void cm_agent_wake(void);            /* re-evaluate timers now */
 /* Send a MAD to peer from local IPv4 src.  0 or -errno. */
 int cm_mad_send(const struct cm_peer *peer, const uint8_t src_ip[4],
@@ -203,7 +208,10 @@ void cm_dir_unbind(int slot);
 int cm_dir_listen(int slot, uint16_t gsi_port);   /* 0 or -EADDRINUSE */
 /* GSI port of the live listener for (ps, ip, port), or 0. */
 uint16_t cm_dir_lookup(uint16_t ps, const uint8_t ip[4], uint16_t port);
-int cm_dir_agent_register(uint16_t gsi_port);
+int cm_dir_agent_register(uint16_t gsi_port);   /* 0 or -errno */
+/* The slot our agent on gsi_port holds (named in our comm ids, see
+ * net/cm_dir.h), or -errno. */
+int cm_dir_agent_slot(uint16_t gsi_port);
 /* Is the agent on gsi_port (a local process) still alive? */
 bool cm_dir_agent_alive(uint16_t gsi_port);
 

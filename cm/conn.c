@@ -22,6 +22,7 @@
 #include <sys/random.h>
 
 #include "cm/conn.h"
+#include "cm/devices.h"
 #include "verbs/export.h"
 
 /* ---- listening --------------------------------------------------------- */
@@ -34,6 +35,15 @@ SRN_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	if (!id) {
 		errno = EINVAL;
 		return -1;
+	}
+	/* A RoCE peer's REQ comes to this host's port 4791, which a verbs
+	 * engine owns and hands on (transport/gsi_forward.h): a wildcard
+	 * listener that opened no device yet opens them now, so an engine
+	 * runs (each takes 4791 on its address if nobody has it). */
+	{
+		int n;
+
+		(void)cm_devices(&n);
 	}
 	pthread_mutex_lock(&cm_lock);
 	if (c->state == CM_IDLE) {
@@ -178,7 +188,7 @@ void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from, const ui
 	c->tid = m->hdr.tid;
 	c->peer = *from;
 	if (!cm_peer_is_local(from))
-		c->peer.port = 4791;
+		c->peer.port = CM_ROCE_PORT;
 	c->remote_qpn = r->local_qpn;
 	c->sq_psn = r->starting_psn;
 	c->rq_psn = cm_rand32() & 0xffffff;
@@ -192,6 +202,8 @@ void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from, const ui
 	c->srq = r->srq;
 	c->peer_cm_timeout = r->remote_cm_response_timeout;
 	c->ack_timeout = r->primary_local_ack_timeout;
+	c->remote_ece.vendor_id = r->vendor_id;
+	c->remote_ece.options = m->hdr.attr_mod;
 	if (!c->id.verbs) {
 		cm_send_rej(c, WIRE_CM_REJ_INVALID_GID, WIRE_CM_MSG_REQ, NULL, 0);
 		cm_id_free_unreported(c); /* never handed out */
@@ -249,6 +261,21 @@ static void take_depths(struct cm_id *c, const struct rdma_conn_param *p)
 		c->initiator_depth = p->initiator_depth < imax ? p->initiator_depth : imax;
 }
 
+/* What rdma_connect and rdma_accept check before anything moves: private
+ * data present if a length is given, the id in the state the call needs,
+ * and (connected ids) the data within the message's limit; a UD id's SIDR
+ * limits are sidr.c's.  cm_lock held; 0 or EINVAL. */
+static int conn_call_check(const struct cm_id *c, enum cm_state want,
+			   const struct rdma_conn_param *p, unsigned int max_pdata)
+{
+	if (p && p->private_data_len && !p->private_data)
+		return EINVAL;
+	if (c->state != want)
+		return EINVAL;
+	if (c->id.qp_type != IBV_QPT_UD && p && p->private_data_len > max_pdata)
+		return EINVAL;
+	return 0;
+}
 
 SRN_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 {
@@ -263,21 +290,12 @@ SRN_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 		errno = EINVAL;
 		return -1;
 	}
-	if (p && p->private_data_len && !p->private_data) {
-		errno = EINVAL;
-		return -1;
-	}
 	pthread_mutex_lock(&cm_lock);
-	if (c->state != CM_ROUTE_RESOLVED) {
-		err = EINVAL;
+	err = conn_call_check(c, CM_ROUTE_RESOLVED, p, CM_REQ_PDATA);
+	if (err)
 		goto out;
-	}
 	if (id->qp_type == IBV_QPT_UD) {
 		err = cm_sidr_connect(c, p);
-		goto out;
-	}
-	if (p && p->private_data_len > CM_REQ_PDATA) {
-		err = EINVAL;
 		goto out;
 	}
 	take_depths(c, p);
@@ -293,7 +311,8 @@ SRN_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	 * RoCE's UDP port for another. */
 	memcpy(c->peer.ip, cm_dst_ip(c), 4);
 	c->peer_local = cm_ip_is_local(c->peer.ip);
-	lport = c->peer_local ? cm_dir_lookup(cm_ps_code(id->ps), cm_dst_ip(c), cm_dst_port(c)) : 4791;
+	lport = c->peer_local ? cm_dir_lookup(cm_ps_code(id->ps), cm_dst_ip(c), cm_dst_port(c)) :
+				CM_ROCE_PORT;
 	cm_msg_init(&m, WIRE_CM_ATTR_REQ, c->tid);
 	r->local_comm_id = c->local_comm_id;
 	r->service_id = wire_cm_service_id(cm_ps_code(id->ps), cm_dst_port(c));
@@ -323,6 +342,10 @@ SRN_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	r->primary_hop_limit = 64;
 	r->primary_subnet_local = 1;
 	r->primary_local_ack_timeout = c->ack_timeout;
+	/* ECE as Linux carries it: vendor id in the REQ, options in the
+	 * MAD header's attribute modifier (zero when none was set). */
+	r->vendor_id = c->local_ece.vendor_id & 0xffffff;
+	m.hdr.attr_mod = c->local_ece.options;
 	wire_cma_hdr_from_sockaddr(&h, &id->route.addr.src_addr, &id->route.addr.dst_addr);
 	wire_cma_hdr_encode(r->private_data, &h);
 	if (p && p->private_data_len)
@@ -391,12 +414,15 @@ void cm_rep_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	c->remote_comm_id = r->local_comm_id;
 	c->peer = *from;
 	if (!c->peer_local)
-		c->peer.port = 4791;
+		c->peer.port = CM_ROCE_PORT;
 	c->remote_qpn = r->local_qpn;
 	c->sq_psn = r->starting_psn;
 	c->remote_resp_res = r->responder_resources;
 	c->remote_init_depth = r->initiator_depth;
 	c->rnr_retry_count = r->rnr_retry_count;
+	c->remote_ece.vendor_id = (uint32_t)r->vendor_id_h << 16 |
+				  (uint32_t)r->vendor_id_m << 8 | r->vendor_id_l;
+	c->remote_ece.options = m->hdr.attr_mod;
 	/* Never ask the peer for more reads than it will serve. */
 	if (c->initiator_depth > r->responder_resources)
 		c->initiator_depth = r->responder_resources;
@@ -463,16 +489,11 @@ SRN_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 		return -1;
 	}
 	pthread_mutex_lock(&cm_lock);
-	if (c->state != CM_REQ_RCVD) {
-		err = EINVAL;
+	err = conn_call_check(c, CM_REQ_RCVD, p, CM_REP_PDATA);
+	if (err)
 		goto out;
-	}
 	if (id->qp_type == IBV_QPT_UD) {
 		err = cm_sidr_accept(c, p);
-		goto out;
-	}
-	if (p && (p->private_data_len > CM_REP_PDATA || (p->private_data_len && !p->private_data))) {
-		err = EINVAL;
 		goto out;
 	}
 	take_depths(c, p);
@@ -502,11 +523,16 @@ SRN_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	r->rnr_retry_count = c->rnr_retry_count;
 	r->srq = id->qp ? (id->qp->srq != NULL) : (p ? p->srq != 0 : 0);
 	r->local_ca_guid = id->verbs ? be64toh(ibv_get_device_guid(id->verbs->device)) : 0;
+	/* ECE: what the application accepts of the peer's offer */
+	r->vendor_id_h = (uint8_t)(c->local_ece.vendor_id >> 16);
+	r->vendor_id_m = (uint8_t)(c->local_ece.vendor_id >> 8);
+	r->vendor_id_l = (uint8_t)c->local_ece.vendor_id;
+	m.hdr.attr_mod = c->local_ece.options;
 	if (p && p->private_data_len)
 		memcpy(r->private_data, p->private_data, p->private_data_len);
 	cm_leave_backlog(c);
 	c->state = CM_REP_SENT;
-	c->peer_local = cm_ip_is_local(c->peer.ip);
+	c->peer_local = cm_peer_is_local(&c->peer);
 	cm_send_tracked(c, &m, c->peer_cm_timeout ? c->peer_cm_timeout : CM_RESPONSE_TIMEOUT);
 out:
 	pthread_mutex_unlock(&cm_lock);
@@ -519,7 +545,7 @@ out:
 	return 0;
 }
 
-static int do_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
+static int do_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len, uint16_t reason)
 {
 	struct cm_id *c = cm_id(id);
 	int err = 0;
@@ -548,7 +574,7 @@ static int do_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
 			err = EINVAL;
 			goto out;
 		}
-		cm_send_rej(c, WIRE_CM_REJ_CONSUMER_DEFINED,
+		cm_send_rej(c, reason,
 			 c->state == CM_REQ_RCVD ? WIRE_CM_MSG_REQ : WIRE_CM_MSG_REP, pdata, len);
 		cm_leave_backlog(c);
 		c->state = CM_TIMEWAIT;
@@ -567,15 +593,16 @@ out:
 SRN_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 			   uint8_t private_data_len)
 {
-	return do_reject(id, private_data, private_data_len);
+	return do_reject(id, private_data, private_data_len, WIRE_CM_REJ_CONSUMER_DEFINED);
 }
 
-/* ECE is not carried in our MADs (see rdma_get_remote_ece): a reject is
- * a plain consumer reject. */
+/* The peer's ECE offer is refused: the REJ says "vendor option not
+ * supported" (the peer sees REJECTED with status 35), as Linux does. */
 SRN_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
 			       uint8_t private_data_len)
 {
-	return do_reject(id, private_data, private_data_len);
+	return do_reject(id, private_data, private_data_len,
+			 WIRE_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED);
 }
 
 void cm_rtu_in(const struct wire_cm_msg *m)

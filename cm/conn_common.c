@@ -8,6 +8,7 @@
 #include <sys/random.h>
 
 #include "cm/conn.h"
+#include "net/cm_dir.h"
 
 uint64_t cm_last_liveness_ms;
 
@@ -34,8 +35,16 @@ uint32_t cm_rand32(void)
 
 uint32_t cm_new_comm_id(void)
 {
+	int slot = cm_agent_slot();
+
 	for (;;) {
 		uint32_t id = cm_rand32();
+
+		/* The top bits name our agent, so the engine that owns the
+		 * RoCE port can hand us MADs carrying this id (net/cm_dir.h). */
+		if (slot >= 0)
+			id = (uint32_t)slot << NET_CMDIR_COMM_ID_SHIFT |
+			     (id & ((1u << NET_CMDIR_COMM_ID_SHIFT) - 1));
 		bool used = !id;
 
 		for (struct cm_id *c = cm_ids; c && !used; c = c->next)
@@ -45,9 +54,12 @@ uint32_t cm_new_comm_id(void)
 	}
 }
 
+/* A softrnic agent of this host (found in the directory, watched for
+ * death), as opposed to a RoCE GSI reached at its port 4791 (through the
+ * engine that owns this host's RoCE port, or on another host). */
 bool cm_peer_is_local(const struct cm_peer *p)
 {
-	return cm_ip_is_local(p->ip);
+	return p->port != CM_ROCE_PORT && cm_ip_is_local(p->ip);
 }
 
 void cm_send_msg(struct cm_id *c, struct wire_cm_msg *m, uint8_t out[WIRE_MAD_LEN])

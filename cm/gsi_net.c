@@ -5,7 +5,9 @@
  * datagram.  Each process's agent owns one IPv4 UDP socket on an ephemeral
  * port (4791 belongs to the verbs engine); peers on this host find a
  * listener's port through the directory, and every answer goes back to the
- * port a MAD came from.  A MAD for a remote host goes to its port 4791. */
+ * port a MAD came from.  A MAD for a remote host goes to its port 4791; a
+ * MAD from a RoCE peer reaches us through the engine that owns this host's
+ * port 4791 (transport/gsi_forward.h) and is answered at the peer's 4791. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,18 +17,22 @@
 #include <unistd.h>
 
 #include "cm/cm.h"
+#include "transport/gsi_forward.h"
 #include "wire/wire.h"
 
 int cm_gsi_open(uint16_t *port)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sin);
-	int one = 1, fd;
+	int one = 1, pmtu = IP_PMTUDISC_DO, fd;
 
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
+	/* DF: the kernel then sends IPv4 ID 0 on this unconnected socket,
+	 * the ID our ICRC is computed with (WIRE.md); a RoCE peer checks it. */
+	setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&sin, &len) < 0) {
 		int err = errno;
@@ -71,6 +77,36 @@ int cm_gsi_send(int fd, uint16_t sport, const uint8_t src_ip[4],
 	memcpy(&sin.sin_addr, to->ip, 4);
 	struct msghdr mh = { .msg_name = &sin, .msg_namelen = sizeof(sin),
 			     .msg_iov = iov, .msg_iovlen = 3 };
+	/* Leave from src_ip, the address the ICRC covers: the kernel's own
+	 * choice (127.0.0.1 toward any 127/8 peer, the primary address of
+	 * an interface) may differ when the id is bound to another one. */
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		struct cmsghdr align;
+	} cbuf;
+	static const uint8_t any[4];
+
+	if (memcmp(src_ip, any, 4)) {
+		struct in_pktinfo pi = { 0 };
+		struct cmsghdr *cm;
+
+		memset(&cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf.buf;
+		mh.msg_controllen = sizeof(cbuf.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = IPPROTO_IP;
+		cm->cmsg_type = IP_PKTINFO;
+		cm->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(&pi.ipi_spec_dst, src_ip, 4);
+		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
+		if (sendmsg(fd, &mh, 0) >= 0)
+			return 0;
+		if (errno != EINVAL && errno != EADDRNOTAVAIL)
+			return -errno;
+		/* not an address of ours after all: let the kernel choose */
+		mh.msg_control = NULL;
+		mh.msg_controllen = 0;
+	}
 	if (sendmsg(fd, &mh, 0) < 0)
 		return -errno;
 	return 0;
@@ -80,14 +116,18 @@ int cm_gsi_recv(int fd, uint8_t mad[WIRE_MAD_LEN], struct cm_peer *from,
 		uint8_t to_ip[4])
 {
 	uint8_t buf[512], cbuf[256];
-	struct sockaddr_in sin;
+	struct sockaddr_in sin, me;
+	socklen_t ml = sizeof(me);
 	struct iovec iov = { buf, sizeof(buf) };
 	struct msghdr mh = { .msg_name = &sin, .msg_namelen = sizeof(sin),
 			     .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	struct wire_l3 l3 = { .family = AF_INET };
+	struct gsi_fwd_hdr fh;
 	struct wire_pkt pkt;
 	struct cmsghdr *cm;
+	const uint8_t *p = buf;
+	size_t len;
 	ssize_t n;
 
 	n = recvmsg(fd, &mh, 0);
@@ -95,6 +135,7 @@ int cm_gsi_recv(int fd, uint8_t mad[WIRE_MAD_LEN], struct cm_peer *from,
 		return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -errno;
 	if (sin.sin_family != AF_INET || (mh.msg_flags & MSG_TRUNC))
 		return 0;
+	len = (size_t)n;
 	memset(to_ip, 0, 4);
 	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
 		if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
@@ -104,28 +145,40 @@ int cm_gsi_recv(int fd, uint8_t mad[WIRE_MAD_LEN], struct cm_peer *from,
 			memcpy(to_ip, &pi.ipi_addr, 4);
 		}
 	}
-	/* Hostile input: a valid UD SEND_ONLY to QP1 with QP1's Q_Key, a
-	 * 256-byte payload and a good ICRC, or nothing. */
-	if (wire_decode(buf, (size_t)n, &pkt) ||
-	    pkt.opcode != (WIRE_UD | WIRE_SEND_ONLY) || pkt.dqpn != WIRE_GSI_QPN ||
-	    pkt.qkey != WIRE_GSI_QKEY || pkt.payload_len != WIRE_MAD_LEN)
-		return 0;
 	memcpy(l3.src, &sin.sin_addr, 4);
 	memcpy(l3.dst, to_ip, 4);
 	l3.sport = ntohs(sin.sin_port);
-	l3.dport = 0;
-	{
-		struct sockaddr_in me;
-		socklen_t ml = sizeof(me);
-
-		if (getsockname(fd, (struct sockaddr *)&me, &ml) == 0)
-			l3.dport = ntohs(me.sin_port);
-	}
-	if (wire_icrc_verify(&l3, buf, (size_t)n, NULL))
-		return 0;
-	memcpy(mad, pkt.payload, WIRE_MAD_LEN);
+	l3.dport = getsockname(fd, (struct sockaddr *)&me, &ml) == 0 ? ntohs(me.sin_port) : 0;
 	memcpy(from->ip, &sin.sin_addr, 4);
 	from->port = ntohs(sin.sin_port);
+	/* A MAD sent to RoCE's port (our own socket has it, or the engine
+	 * that has it handed the packet over, with its original addresses)
+	 * comes from a RoCE GSI, answered at its port 4791 whatever source
+	 * port it used; only a local engine hands packets over. */
+	if (gsi_fwd_hdr_decode(buf, len, &fh)) {
+		if (!cm_ip_is_local(from->ip))
+			return 0;
+		p += GSI_FWD_HDR_LEN;
+		len -= GSI_FWD_HDR_LEN;
+		memcpy(l3.src, fh.src_ip, 4);
+		memcpy(l3.dst, fh.dst_ip, 4);
+		memcpy(to_ip, fh.dst_ip, 4);
+		l3.sport = fh.src_port;
+		l3.dport = fh.dst_port;
+		memcpy(from->ip, fh.src_ip, 4);
+		from->port = CM_ROCE_PORT;
+	} else if (l3.dport == CM_ROCE_PORT) {
+		from->port = CM_ROCE_PORT;
+	}
+	/* Hostile input: a valid UD SEND_ONLY to QP1 with QP1's Q_Key, a
+	 * 256-byte payload and a good ICRC, or nothing. */
+	if (wire_decode(p, len, &pkt) ||
+	    pkt.opcode != (WIRE_UD | WIRE_SEND_ONLY) || pkt.dqpn != WIRE_GSI_QPN ||
+	    pkt.qkey != WIRE_GSI_QKEY || pkt.payload_len != WIRE_MAD_LEN)
+		return 0;
+	if (wire_icrc_verify(&l3, p, len, NULL))
+		return 0;
+	memcpy(mad, pkt.payload, WIRE_MAD_LEN);
 	return 1;
 }
 

@@ -576,9 +576,9 @@ SRN_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	return 0;
 }
 
-/* The ECE options the peer offered: softrnic does not carry ECE in its
- * MADs yet, so a peer is always seen as offering none (vendor 0, options
- * 0), which is a valid ECE outcome ("no enhancements"). */
+/* The ECE the peer sent: its REQ's (passive side, from CONNECT_REQUEST
+ * on) or its REP's (active side); vendor 0, options 0 when it sent none
+ * ("no enhancements"). */
 SRN_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	if (!id || !ece) {

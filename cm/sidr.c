@@ -22,7 +22,8 @@ int cm_sidr_connect(struct cm_id *c, const struct rdma_conn_param *p)
 	c->tid = (uint64_t)cm_rand32() << 32 | cm_rand32();
 	memcpy(c->peer.ip, cm_dst_ip(c), 4);
 	c->peer_local = cm_ip_is_local(c->peer.ip);
-	lport = c->peer_local ? cm_dir_lookup(cm_ps_code(c->id.ps), cm_dst_ip(c), cm_dst_port(c)) : 4791;
+	lport = c->peer_local ?
+		cm_dir_lookup(cm_ps_code(c->id.ps), cm_dst_ip(c), cm_dst_port(c)) : CM_ROCE_PORT;
 	cm_msg_init(&m, WIRE_CM_ATTR_SIDR_REQ, c->tid);
 	m.sidr_req.request_id = c->local_comm_id;
 	m.sidr_req.pkey = 0xffff;
@@ -105,7 +106,7 @@ void cm_sidr_req_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	c->tid = m->hdr.tid;
 	c->peer = *from;
 	if (!cm_peer_is_local(from))
-		c->peer.port = 4791;
+		c->peer.port = CM_ROCE_PORT;
 	c->state = CM_REQ_RCVD;
 	l->pending++;
 	e = cm_event_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0);

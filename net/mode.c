@@ -7,11 +7,15 @@
 #include "net/mode.h"
 
 static bool shm_allowed = true;
+static bool ring_enabled;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void read_env(void)
 {
 	const char *e = getenv("SOFTRNIC_TRANSPORT");
+	const char *r = getenv("SOFTRNIC_SHM_RING");
+
+	ring_enabled = r && !strcmp(r, "1");
 
 	if (!e || !*e || !strcmp(e, "auto") || !strcmp(e, "shm"))
 		return;
@@ -26,4 +30,10 @@ bool net_shm_allowed(void)
 {
 	pthread_once(&once, read_env);
 	return shm_allowed;
+}
+
+bool net_shm_ring_enabled(void)
+{
+	pthread_once(&once, read_env);
+	return shm_allowed && ring_enabled;
 }

@@ -10,4 +10,10 @@
 /* True unless SOFTRNIC_TRANSPORT=udp. */
 bool net_shm_allowed(void);
 
+/* Two-sided traffic (SENDs, ACKs, read responses) to same-host peers
+ * through their shared-memory inboxes: opt-in with SOFTRNIC_SHM_RING=1
+ * (and not under SOFTRNIC_TRANSPORT=udp).  Off by default while a hang
+ * with many QPs per process pair is open (README "Known problems"). */
+bool net_shm_ring_enabled(void);
+
 #endif

@@ -5,9 +5,16 @@
  * of /proc/PID/stat, clock ticks since boot) below.  The start time tells a
  * recycled pid from the process that claimed the slot.  Word 0 = free.
  * The file is sparse: only pages with used slots cost memory.
+ *
+ * Each slot also carries the owner's net_reg_qpinfo under a seqlock (the
+ * pattern of verbs/mr_dir.h): the owner makes seq odd, rewrites the info,
+ * makes it even again; a reader copies between two reads of an even seq.
+ * seq also serves as the info's generation: it moves on every publish, on
+ * claim and on free, so a peer revalidates its cached copy with one load.
  */
 #include "net/registry.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -26,8 +33,14 @@
 struct net_reg_slot {
 	_Atomic uint64_t owner;      /* pid << 32 | start time low 32; 0 = free */
 	_Atomic uint32_t where;      /* udp port << 16 | family; 0 = not yet set */
-	uint32_t pad;
+	_Atomic uint32_t seq;        /* info seqlock: odd while rewritten */
+	struct net_reg_qpinfo info;  /* written by the owner only */
+	uint8_t pad[4];
 };
+
+/* One cache line per slot: a peer polling one QP's generation does not
+ * share a line with its neighbours' writers. */
+static_assert(sizeof(struct net_reg_slot) == 64, "registry slot is one cache line");
 
 struct net_registry {
 	struct net_reg_slot *slots;  /* NET_REG_SLOTS entries, shared */
@@ -93,7 +106,7 @@ struct net_registry *net_registry_open(const char *devname)
 	void *map;
 	int fd;
 
-	snprintf(path, sizeof(path), "/dev/shm/softrnic-%s-v1", devname);
+	snprintf(path, sizeof(path), "/dev/shm/softrnic-%s-v2", devname);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 	if (fd < 0)
 		return NULL;
@@ -129,6 +142,24 @@ void net_registry_close(struct net_registry *reg)
 	free(reg);
 }
 
+/* Seqlock writer: the owner of the slot (or its claimer) only. */
+static void write_info(struct net_reg_slot *s, const struct net_reg_qpinfo *info)
+{
+	uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+
+	atomic_store_explicit(&s->seq, q | 1, memory_order_relaxed);
+	/* pairs with the reader's acquire fence: odd is seen before any
+	 * new field */
+	atomic_thread_fence(memory_order_release);
+	if (info)
+		memcpy(&s->info, info, sizeof(s->info));
+	else
+		memset(&s->info, 0, sizeof(s->info));
+	/* the fields before the even value (pairs with the reader's
+	 * acquire load of seq) */
+	atomic_store_explicit(&s->seq, (q | 1) + 1, memory_order_release);
+}
+
 static bool try_claim(struct net_registry *reg, uint32_t i, uint32_t where)
 {
 	struct net_reg_slot *s = &reg->slots[i];
@@ -138,6 +169,8 @@ static bool try_claim(struct net_registry *reg, uint32_t i, uint32_t where)
 		return false;
 	if (!atomic_compare_exchange_strong(&s->owner, &cur, reg->me))
 		return false;
+	/* a dead owner's info must not pass for ours */
+	write_info(s, NULL);
 	/* Readers treat where == 0 as "not ready"; set after the claim. */
 	atomic_store_explicit(&s->where, where, memory_order_release);
 	return true;
@@ -175,6 +208,9 @@ void net_registry_free(struct net_registry *reg, uint32_t qpn)
 	if (qpn < NET_REG_FIRST_QPN || qpn >= NET_REG_SLOTS)
 		return;
 	s = &reg->slots[qpn];
+	if (atomic_load(&s->owner) != me)
+		return;
+	write_info(s, NULL);
 	atomic_store(&s->where, 0);
 	atomic_compare_exchange_strong(&s->owner, &me, 0);
 }
@@ -201,4 +237,57 @@ int net_registry_owner(struct net_registry *reg, uint32_t qpn)
 	if (qpn >= NET_REG_SLOTS)
 		return 0;
 	return (int)(atomic_load(&reg->slots[qpn].owner) >> 32);
+}
+
+int net_registry_publish(struct net_registry *reg, uint32_t qpn,
+			 const struct net_reg_qpinfo *info)
+{
+	struct net_reg_slot *s;
+
+	if (qpn < NET_REG_FIRST_QPN || qpn >= NET_REG_SLOTS)
+		return -ENOENT;
+	s = &reg->slots[qpn];
+	if (atomic_load(&s->owner) != reg->me)
+		return -ENOENT;
+	write_info(s, info);
+	return 0;
+}
+
+int net_registry_qpinfo(struct net_registry *reg, uint32_t qpn,
+			struct net_reg_qpinfo *info, uint32_t *seq)
+{
+	struct net_reg_slot *s;
+	uint64_t owner;
+
+	if (qpn < NET_REG_FIRST_QPN || qpn >= NET_REG_SLOTS)
+		return -ENOENT;
+	s = &reg->slots[qpn];
+	/* bounded: a writer holds seq odd for a few stores only */
+	for (int tries = 0; tries < 1000; tries++) {
+		uint32_t q1 = atomic_load_explicit(&s->seq, memory_order_acquire), q2;
+
+		if (q1 & 1)
+			continue;
+		owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
+		memcpy(info, &s->info, sizeof(*info));
+		/* the copy before the re-read (pairs with the writer's
+		 * release fence) */
+		atomic_thread_fence(memory_order_acquire);
+		q2 = atomic_load_explicit(&s->seq, memory_order_relaxed);
+		if (q1 != q2)
+			continue;
+		if (owner == 0 || info->pid == 0 || (uint32_t)info->pid != (uint32_t)(owner >> 32))
+			return -ENOENT;
+		if (seq)
+			*seq = q1;
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+const _Atomic uint32_t *net_registry_qpinfo_seq(struct net_registry *reg, uint32_t qpn)
+{
+	if (qpn < NET_REG_FIRST_QPN || qpn >= NET_REG_SLOTS)
+		return NULL;
+	return &reg->slots[qpn].seq;
 }

@@ -1,12 +1,16 @@
 /* net/registry: the device-wide QPN table shared by every process on the
  * host (DESIGN.md "No daemon").  One shared-memory file per device,
- * /dev/shm/softrnic-<devname>-v1, holds a slot per QPN saying which
+ * /dev/shm/softrnic-<devname>-v2, holds a slot per QPN saying which
  * process owns it and on which UDP port that process's engine listens.
  * Slots of dead processes (even SIGKILLed ones) are reclaimed lazily.
+ * The owner also publishes what a same-host peer needs to check an RDMA
+ * operation it executes itself (transport/direct.c): net_reg_qpinfo,
+ * under a per-slot seqlock.
  */
 #ifndef NET_REGISTRY_H
 #define NET_REGISTRY_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* QPNs are slot indexes: 2 .. NET_REG_SLOTS-1 (0 and 1 are reserved:
@@ -30,5 +34,34 @@ int net_registry_lookup(struct net_registry *reg, uint32_t qpn,
 			uint16_t *port, int *family);
 /* Pid owning qpn, or 0 (tests and `softrnic stats`). */
 int net_registry_owner(struct net_registry *reg, uint32_t qpn);
+
+/* What the owner of a QPN publishes about its QP for a same-host peer
+ * that executes RDMA operations on its memory directly. */
+struct net_reg_qpinfo {
+	int32_t pid;                 /* owner (== the slot's owner pid) */
+	uint32_t mrdir_nonce;        /* names the owner's MR directory */
+	uint32_t pd_handle;          /* QP's PD (srn_pd.ibv.handle) */
+	uint32_t access;             /* qp_access_flags (IBV_ACCESS_REMOTE_*) */
+	uint8_t state;               /* enum ibv_qp_state */
+	uint8_t type;                /* enum ibv_qp_type */
+	uint16_t dfamily;            /* AF_INET/AF_INET6 of the connected peer */
+	uint32_t dqpn;               /* QPN it is connected to */
+	uint8_t dip[16];             /* peer's IP (IPv4 in the first 4 bytes) */
+};
+
+/* Publish (owner only, one writer per QPN at a time) the info of qpn;
+ * info == NULL clears it (state RESET).  0 or -ENOENT if not ours. */
+int net_registry_publish(struct net_registry *reg, uint32_t qpn,
+			 const struct net_reg_qpinfo *info);
+/* Consistent snapshot of qpn's info: 0; -ENOENT if unowned or nothing
+ * published; -EAGAIN if the owner kept rewriting it (retry later).
+ * *seq (if not NULL) receives the generation the snapshot belongs to. */
+int net_registry_qpinfo(struct net_registry *reg, uint32_t qpn,
+			struct net_reg_qpinfo *info, uint32_t *seq);
+/* The seqlock word of qpn's slot: a cached snapshot taken at generation
+ * g is still current while *word == g (one load, no system call).
+ * NULL for a QPN out of range. */
+const _Atomic uint32_t *net_registry_qpinfo_seq(struct net_registry *reg,
+						uint32_t qpn);
 
 #endif

@@ -14,7 +14,9 @@
 
 #include "verbs/srn.h"
 
-enum { UDP_BUF_WANT = 8 << 20, UDP_BATCH_MAX = 64 };
+/* Socket buffers: what we ask for, and below what (as getsockopt reports
+ * it, doubled) the user is told that bandwidth will suffer. */
+enum { UDP_BUF_WANT = 16 << 20, UDP_BUF_MIN_OK = 8 << 20, UDP_BATCH_MAX = 64 };
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -67,17 +69,21 @@ static void from_sockaddr(const struct sockaddr_storage *ss, struct net_addr *a)
 	}
 }
 
-/* Ask for big buffers; the kernel caps them at net.core.[rw]mem_max. */
-static int grow_buf(int fd, int opt, const char *name)
+/* Ask for big buffers.  With CAP_NET_ADMIN (root) the FORCE variant goes
+ * past net.core.[rw]mem_max: a bigger receive buffer lets the requester
+ * keep a bigger window in flight without the queue overrunning (see
+ * requester.c); otherwise the kernel caps the plain request at the max. */
+static int grow_buf(int fd, int opt, int force_opt, const char *name)
 {
 	static bool warned;
 	int v = UDP_BUF_WANT, got = 0;
 	socklen_t l = sizeof(got);
 
-	setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
+	if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof(v)) < 0)
+		setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
 	getsockopt(fd, SOL_SOCKET, opt, &got, &l);
 	/* Linux reports twice the value it accounts against. */
-	if (got < UDP_BUF_WANT && !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+	if (got < UDP_BUF_MIN_OK && !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
 		fprintf(stderr, "softrnic: UDP %s capped at %d bytes (raise "
 			"net.core.%s_max for more bandwidth)\n", name, got,
 			opt == SO_RCVBUF ? "rmem" : "wmem");
@@ -118,8 +124,8 @@ int net_udp_open(struct net_udp *u, int family, const uint8_t *ip)
 	 * system call per 4 KiB packet. */
 	u->gro = setsockopt(fd, SOL_UDP, UDP_GRO, &on, sizeof(on)) == 0;
 	u->gso_off = false;
-	u->sndbuf = grow_buf(fd, SO_SNDBUF, "wmem");
-	u->rcvbuf = grow_buf(fd, SO_RCVBUF, "rmem");
+	u->sndbuf = grow_buf(fd, SO_SNDBUF, SO_SNDBUFFORCE, "wmem");
+	u->rcvbuf = grow_buf(fd, SO_RCVBUF, SO_RCVBUFFORCE, "rmem");
 
 	/* No SO_REUSEADDR: on UDP it would let a second process bind 4791
 	 * too and steal our packets.  4791 goes to whoever is first. */
@@ -315,6 +321,7 @@ int net_udp_recv_batch(struct net_udp *u, struct net_udp_msg *msgs, int n)
 		from_sockaddr(&from[i], &m->from);
 		m->to = u->local;
 		m->seg = 0;
+		m->id_hint = 0;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mm[i].msg_hdr); c;
 		     c = CMSG_NXTHDR(&mm[i].msg_hdr, c)) {
 			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {

@@ -60,6 +60,9 @@ struct net_udp_msg {
 	uint32_t seg;                /* GRO segment size: buf holds packets of
 	                              * seg bytes (last shorter); 0 = one packet */
 	bool truncated;              /* datagram was longer than cap */
+	uint16_t id_hint;            /* the IPv4 ID it was likely sent with (a
+	                              * GSO send's k-th segment has ID k): the
+	                              * ICRC check is quickest with the right one */
 	struct net_addr from;        /* sender */
 	struct net_addr to;          /* address it was sent to (port = ours) */
 };

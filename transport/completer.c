@@ -343,7 +343,18 @@ void completer_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 	}
 }
 
+static uint64_t requester_timers(struct srn_rc_state *rc, uint64_t now);
+
 uint64_t completer_timer(struct srn_rc_state *rc, uint64_t now)
+{
+	/* the responder's held-back ACK (responder.c) rides on this timer */
+	uint64_t ack = rc->type == IBV_QPT_RC ? responder_ack_timer(rc, now) : 0;
+	uint64_t next = requester_timers(rc, now);
+
+	return ack && (!next || ack < next) ? ack : next;
+}
+
+static uint64_t requester_timers(struct srn_rc_state *rc, uint64_t now)
 {
 	uint64_t next = 0;
 

@@ -15,8 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "net/mode.h"
 #include "net/pcap.h"
+#include "net/shm_ring.h"
 #include "transport/rc.h"
+#include "transport/gsi_forward.h"
+#include "transport/qp_forward.h"
 
 /* A receive slot holds a whole GRO buffer (up to 64 KiB of packets). */
 enum { ENGINE_BUF = 65536, ENGINE_BATCHES_PER_WAKE = 16 };
@@ -145,6 +149,14 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 	uint32_t caps;
 	uint8_t svc;
 
+	if (m->len == 0 && !m->truncated) {
+		/* a same-host sender's doorbell (net/shm_ring.c).  Meant for
+		 * the engine thread: if an application thread read it, pass
+		 * the wake-up on through the timer. */
+		if (atomic_load(&eng->shm_asleep))
+			srn_engine_arm(eng, srn_now_ns());
+		return;
+	}
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_packets], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_bytes], m->len, memory_order_relaxed);
 	if (m->truncated) {
@@ -164,7 +176,7 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 	/* a multicast group socket receives at 4791 (mcast.c) */
 	l3.dport = m->to.port ? m->to.port : eng->udp.local.port;
 	l3.ttl_hop = 64;
-	l3.ip_id = 0;
+	l3.ip_id = m->id_hint;
 	if (net_pcap_enabled()) {
 		/* Several processes share one IP, so engines listen on their
 		 * own ports; a capture shows each as a RoCE NIC at 4791 so
@@ -188,6 +200,11 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 		return;
 	}
 	l3.ip_id = id; /* the UD GRH slot shows the IPv4 header as sent */
+	if (pkt.dqpn == WIRE_GSI_QPN) {
+		/* QP1: a CM MAD for one of this host's CM agents */
+		srn_gsi_forward(eng, &pkt, m);
+		return;
+	}
 	if (pkt.dqpn == WIRE_PSN_MASK) {
 		/* RoCEv2 multicast: QPN 0xFFFFFF, the group is the IP destination */
 		if (svc == WIRE_UD)
@@ -197,6 +214,8 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 		return;
 	}
 	rc = get_qp(eng, pkt.dqpn);
+	if (!rc && srn_qp_forward(eng, m, pkt.dqpn))
+		return; /* another engine of this host owns the QP */
 	if (!rc) {
 		eng->cnt[SRN_CNT_rx_drop_no_qp]++;
 		srn_dbg(eng, "drop: no QP %u", pkt.dqpn);
@@ -240,7 +259,36 @@ void srn_engine_put_qp(struct srn_rc_state *rc)
 	put_qp(rc);
 }
 
+static void rx_shm_one(void *arg, struct net_udp_msg *m)
+{
+	struct srn_engine *eng = arg;
+
+	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_shm_packets], 1, memory_order_relaxed);
+	rx_one(eng, m);
+}
+
+int srn_engine_rx_shm(struct srn_engine *eng, int max)
+{
+	int n;
+
+	if (!eng->inbox)
+		return 0;
+	n = net_shm_inbox_drain(eng->inbox, max, rx_shm_one, eng);
+	if (n > 0)
+		atomic_store_explicit(&eng->shm_rx_ns, srn_now_ns(), memory_order_relaxed);
+	return n;
+}
+
 int srn_engine_rx_batch(struct srn_engine *eng)
+{
+	int r = srn_engine_rx_shm(eng, ENGINE_BATCH);
+	int n = srn_engine_rx_sock(eng);
+
+	/* ENGINE_BATCH or more: either source may have more waiting */
+	return r == ENGINE_BATCH ? ENGINE_BATCH : n + r;
+}
+
+int srn_engine_rx_sock(struct srn_engine *eng)
 {
 	int n = net_udp_recv_batch(&eng->udp, eng->msgs, ENGINE_BATCH);
 
@@ -259,10 +307,12 @@ int srn_engine_rx_batch(struct srn_engine *eng)
 			one.buf = m->buf + off;
 			one.len = m->len - off < m->seg ? m->len - off : m->seg;
 			one.seg = 0;
+			one.id_hint = (uint16_t)(off / m->seg);
 			rx_one(eng, &one);
 		}
 	}
-	return n;
+	responder_rx_batch_end(eng); /* ACKs held back in the batch */
+	return n > 0 ? n : 0;
 }
 
 /* ---- timers -------------------------------------------------------------- */
@@ -501,6 +551,54 @@ static void engine_sched(struct srn_engine *eng)
 		srn_dbg(eng, "SOFTRNIC_ENGINE_RT=%s: %s", rt, strerror(e));
 }
 
+/* Same-host inbox: before the engine blocks, make sure no packet can sit
+ * in it while nobody looks (net/shm_ring.c, "Waking the consumer").
+ * While an application thread polls and the inbox carries traffic, the
+ * application drains it inline; the engine then only looks in again after
+ * a deferral, as for the socket, and takes over when the application
+ * stops polling.  Otherwise the engine raises the inbox's sleeping flag,
+ * so the next sender rings the doorbell, and checks the lanes once more.
+ * Returns 1 when the flag is up, 0 when a deferral timer will wake us, -1
+ * when packets were waiting (processed: look again). */
+enum {
+	ENGINE_SHM_RECENT_NS = 10 * 1000 * 1000, /* the inbox carries traffic */
+	/* the application polls: even a busy poller may not run for a
+	 * while on a loaded 2-CPU host; below this it is not woken by
+	 * doorbells (measured: 100 us gave a doorbell every other packet
+	 * and 10-100x the ping-pong latency, 1 ms a few per thousand) */
+	ENGINE_SHM_APP_NS = 1000 * 1000,
+};
+
+static int engine_shm_idle(struct srn_engine *eng, struct engine_defer *d)
+{
+	uint64_t now, last, rx;
+
+	if (!eng->inbox || d->on)
+		return 0;
+	now = srn_now_ns();
+	last = atomic_load_explicit(&eng->app_poll_ns, memory_order_relaxed);
+	rx = atomic_load_explicit(&eng->shm_rx_ns, memory_order_relaxed);
+	/* (an application thread may have stamped them after now) */
+	if (last + ENGINE_SHM_APP_NS > now && rx + ENGINE_SHM_RECENT_NS > now) {
+		/* Short steps: on a loaded host the application is often not
+		 * running, and then the engine is the one to take the packets
+		 * (measured: 50 us steps cost 10x the ping-pong latency).  The
+		 * price: an application that sleeps in its completion channel
+		 * right after polling has the engine look every 10 us for up
+		 * to ENGINE_SHM_APP_NS. */
+		defer_for(eng, d, now, ENGINE_DEFER_MIN_NS);
+		return 0;
+	}
+	atomic_store(&eng->shm_asleep, true);
+	net_shm_inbox_set_sleeping(eng->inbox, true);
+	if (!net_shm_inbox_pending(eng->inbox))
+		return 1;
+	net_shm_inbox_set_sleeping(eng->inbox, false);
+	atomic_store(&eng->shm_asleep, false);
+	engine_rx(eng);
+	return -1;
+}
+
 static void *engine_main(void *arg)
 {
 	struct srn_engine *eng = arg;
@@ -522,8 +620,15 @@ static void *engine_main(void *arg)
 	linger_init();
 
 	for (;;) {
-		int n = epoll_wait(eng->epfd, ev, 4, -1);
+		int idle = engine_shm_idle(eng, &defer), n;
 
+		if (idle < 0)
+			continue;
+		n = epoll_wait(eng->epfd, ev, 4, -1);
+		if (idle > 0) {
+			net_shm_inbox_set_sleeping(eng->inbox, false);
+			atomic_store(&eng->shm_asleep, false);
+		}
 		if (n < 0 && errno != EINTR)
 			break;
 		for (int i = 0; i < n; i++) {
@@ -555,6 +660,7 @@ static void engine_free(struct srn_engine *eng)
 		close(eng->tfd);
 	if (eng->efd >= 0)
 		close(eng->efd);
+	net_shm_inbox_destroy(eng->inbox);
 	net_udp_close(&eng->udp);
 	net_registry_close(eng->reg);
 	pthread_mutex_destroy(&eng->rx_lock);
@@ -628,6 +734,14 @@ int srn_engine_start(struct srn_context *ctx)
 	ret = -net_udp_open(&eng->udp, family, ip);
 	if (ret)
 		goto fail;
+	/* Same-host peers send through our inbox (net/shm_ring.h); without
+	 * one they use the socket. */
+	if (net_shm_allowed()) {
+		eng->inbox = net_shm_inbox_create(dev->ibdev.name, eng->udp.local.port);
+		if (!eng->inbox)
+			srn_dbg(eng, "no shared-memory inbox (%s): same-host peers use UDP",
+				strerror(errno));
+	}
 
 	eng->epfd = epoll_create1(EPOLL_CLOEXEC);
 	eng->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);

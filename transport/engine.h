@@ -29,7 +29,10 @@
 	X(req_timeouts) X(req_retransmits) X(req_rnr_retries)             \
 	X(tx_eagain) X(tx_error)                                          \
 	X(rx_drop_qkey) X(rx_drop_no_rwqe) X(uc_msg_dropped) X(ud_too_long) \
-	X(mcast_rx) X(mcast_no_member)
+	X(mcast_rx) X(mcast_no_member)                                    \
+	X(tx_shm_packets) X(rx_shm_packets) X(shm_ring_full) X(shm_doorbells) \
+	X(direct_write) X(direct_read) X(direct_atomic) X(direct_fallback) X(direct_vm) \
+	X(rx_forwarded)
 
 enum srn_counter {
 #define SRN_CNT_ENUM(n) SRN_CNT_##n,
@@ -70,6 +73,15 @@ struct srn_engine {
 
 	struct srn_mcast *mcast;     /* multicast groups joined (mcast.c) */
 
+	/* Same-host inbox (net/shm_ring.h), NULL when not used.  shm_rx_ns
+	 * and shm_sock_ns are written under rx_lock; shm_asleep is set while
+	 * the engine thread blocks with the inbox's sleeping flag up. */
+	struct net_shm_inbox *inbox;
+	_Atomic uint64_t shm_rx_ns;  /* last packet taken from the inbox */
+	uint64_t shm_sock_ns;        /* last socket receive by an app thread */
+	uint64_t shm_sock_gap;       /* and the wait before the next one */
+	atomic_bool shm_asleep;
+
 	bool debug;                  /* SOFTRNIC_LOG=debug */
 	_Atomic uint64_t cnt[SRN_CNT_MAX];
 };
@@ -84,6 +96,11 @@ enum { ENGINE_BATCH = 32 };
 /* Receive and process one batch without blocking (rx_lock must be held).
  * Returns the number of packets (ENGINE_BATCH: more may be waiting). */
 int srn_engine_rx_batch(struct srn_engine *eng);
+/* Only the same-host inbox: up to max packets, no system call (rx_lock
+ * held).  Returns the number processed. */
+int srn_engine_rx_shm(struct srn_engine *eng, int max);
+/* Only the socket: one recvmmsg batch (rx_lock held).  Datagrams read. */
+int srn_engine_rx_sock(struct srn_engine *eng);
 
 /* Table of this context's QPs. */
 int srn_engine_add_qp(struct srn_engine *eng, struct srn_rc_state *rc);

@@ -2,6 +2,7 @@
  * outstanding and later work request completes with IBV_WC_WR_FLUSH_ERR). */
 #include <string.h>
 
+#include "transport/direct.h"
 #include "transport/rc.h"
 
 enum ibv_wc_opcode rc_wc_opcode(enum ibv_wr_opcode op)
@@ -108,6 +109,7 @@ void rc_qp_error(struct srn_rc_state *rc, int ev_type)
 	qp->a.attr.cur_qp_state = IBV_QPS_ERR;
 	qp->ex.qp_base.state = IBV_QPS_ERR;
 	rc->errored = true;
+	direct_publish(rc); /* same-host peers stop executing on it */
 	rc_flush_sq(rc);
 	rc_flush_rq(rc);
 	if (ev_type >= 0 && !was_err)

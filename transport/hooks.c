@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/mode.h"
 #include "net/registry.h"
+#include "net/shm_ring.h"
+#include "transport/direct.h"
 #include "transport/rc.h"
 
 int srn_engine_attach(struct srn_context *ctx)
@@ -74,6 +77,8 @@ void srn_transport_qp_destroy(struct srn_qp *qp)
 
 	if (!rc)
 		return;
+	responder_ack_owed(rc); /* held back (responder.c): send it now */
+	direct_unpublish(rc);
 	srn_engine_del_qp(rc->eng, rc);
 	rc->dead = true;
 	/* A receiver or the timer may hold rc and be waiting for qp->lock:
@@ -84,6 +89,7 @@ void srn_transport_qp_destroy(struct srn_qp *qp)
 		pthread_mutex_lock(&qp->lock);
 	}
 	qp->rc = NULL;
+	direct_qp_forget(rc);
 	free(rc->replay);
 	free(rc);
 }
@@ -117,10 +123,23 @@ void rc_resolve_path(struct srn_rc_state *rc)
 		to = eng->udp.local;
 	}
 	to.port = SRN_ROCE_UDP_PORT;
+	rc->shm_peer = NULL;
 	if (to.family == eng->udp.local.family && net_addr_is_local(to.family, to.ip) &&
 	    net_registry_lookup(eng->reg, rc->dqpn, &port, &fam) == 0 &&
-	    fam == to.family)
+	    fam == to.family) {
 		to.port = port;
+		/* Same host: through the owner's inbox when there is one
+		 * (not under fault injection, which acts on datagrams). */
+		if (eng->inbox && net_shm_ring_enabled() && !net_udp_faults())
+			rc->shm_peer = net_shm_peer_get(qp->ctx->dev->ibdev.name, port);
+	}
+	/* A QP on this host whose number the registry does not show (yet):
+	 * rc_tx resolves again before each packet until it does, rather
+	 * than sending for good to whoever holds port 4791. */
+	rc->path_unresolved = to.port == SRN_ROCE_UDP_PORT && to.family == eng->udp.local.family &&
+			      net_addr_is_local(to.family, to.ip);
+	if (rc->path_unresolved)
+		srn_dbg(eng, "qp %u: dest QPN %u not in the registry yet", rc->qpn, rc->dqpn);
 	rc->peer = to;
 	memset(&rc->l3, 0, sizeof(rc->l3));
 	rc->l3.family = to.family;
@@ -194,13 +213,17 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 
 	if (!rc)
 		return;
+	responder_ack_owed(rc); /* held back (responder.c): send it now */
 	if (now == IBV_QPS_RESET) {
+		direct_qp_forget(rc);
 		reset_state(rc);
+		direct_unpublish(rc);
 		return;
 	}
 	if (now == IBV_QPS_ERR) {
 		if (old != IBV_QPS_ERR)
 			rc_qp_error(rc, -1);
+		direct_publish(rc); /* peers stop executing on it */
 		return;
 	}
 	load_attrs(rc, mask);
@@ -219,6 +242,10 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 		"max_rd %u replay %u timeout %llu ns retry %d rnr %d", rc->qpn, old, now,
 		rc->dqpn, rc->peer.port, rc->pmtu, rc->req_psn, rc->epsn, rc->max_rd,
 		rc->replay_n, (unsigned long long)rc->timeout_ns, rc->retry_cnt, rc->rnr_retry);
+	/* what same-host peers check before executing on this QP, and
+	 * our own view of the target, both from the new attributes */
+	direct_qp_forget(rc);
+	direct_publish(rc);
 	if (now == IBV_QPS_RTS)
 		requester_run(rc);
 }
@@ -243,19 +270,58 @@ void srn_transport_kick_rq(struct srn_qp *qp)
 		rc_flush_rq(rc);
 }
 
+/* srn_transport_progress: with same-host traffic in the last
+ * PROGRESS_SHM_RECENT_NS, the socket is read only after a gap since the
+ * last look: 0 while it brings packets, else doubling from
+ * PROGRESS_SOCK_MIN_NS up to PROGRESS_SOCK_MAX_NS.  A recvmmsg costs
+ * more than a whole ring round trip here, and a packet that arrives
+ * while the poller is in it waits for it. */
+enum {
+	PROGRESS_SHM_RECENT_NS = 10 * 1000 * 1000,
+	PROGRESS_SOCK_MIN_NS = 20 * 1000,
+	PROGRESS_SOCK_MAX_NS = 160 * 1000,
+};
+
 void srn_transport_progress(struct srn_context *ctx)
 {
 	struct srn_engine *eng = ctx->engine;
+	uint64_t now;
+	int got = 0;
 
 	if (!eng)
 		return;
+	now = srn_now_ns();
 	/* tells the engine thread an application thread is receiving */
-	atomic_store_explicit(&eng->app_poll_ns, srn_now_ns(), memory_order_relaxed);
+	atomic_store_explicit(&eng->app_poll_ns, now, memory_order_relaxed);
 	if (pthread_mutex_trylock(&eng->rx_lock))
 		return;
+	if (eng->inbox) {
+		/* The same-host inbox first, no system call.  While it carries
+		 * the traffic the socket is read only now and then (the engine
+		 * thread still sees remote traffic through epoll). */
+		srn_engine_rx_shm(eng, 4 * ENGINE_BATCH);
+		/* (the inbox's time stamp may be later than now) */
+		if (atomic_load_explicit(&eng->shm_rx_ns, memory_order_relaxed) +
+			    PROGRESS_SHM_RECENT_NS > now &&
+		    now - eng->shm_sock_ns < eng->shm_sock_gap) {
+			pthread_mutex_unlock(&eng->rx_lock);
+			return;
+		}
+		eng->shm_sock_ns = now;
+	}
 	/* a few batches while they come full: keep up with a busy peer */
-	for (int b = 0; b < 4; b++)
-		if (srn_engine_rx_batch(eng) < ENGINE_BATCH)
+	for (int b = 0; b < 4; b++) {
+		int n = eng->inbox ? srn_engine_rx_sock(eng) : srn_engine_rx_batch(eng);
+
+		got += n > 0 ? n : 0;
+		if (n < ENGINE_BATCH)
 			break;
+	}
+	if (eng->inbox) {
+		uint64_t gap = eng->shm_sock_gap * 2;
+
+		eng->shm_sock_gap = got ? 0 : gap < PROGRESS_SOCK_MIN_NS ? PROGRESS_SOCK_MIN_NS :
+					  gap > PROGRESS_SOCK_MAX_NS ? PROGRESS_SOCK_MAX_NS : gap;
+	}
 	pthread_mutex_unlock(&eng->rx_lock);
 }

@@ -22,8 +22,16 @@ enum {
 };
 
 /* Requester window: unacknowledged bytes in flight, so a 1 GiB message
- * does not flood the socket buffers. */
-enum { RC_WINDOW_BYTES = 1 << 20, RC_MIN_WINDOW_PKTS = 16, RC_MAX_WINDOW_PKTS = 1024 };
+ * does not flood the socket buffers.  RC_WINDOW_BYTES is the most; the
+ * requester uses less when the receiver's socket buffer is smaller
+ * (requester.c: a peer on this host has a buffer like ours; a remote one
+ * gets RC_REMOTE_WINDOW_BYTES). */
+enum {
+	RC_WINDOW_BYTES = 8 << 20,
+	RC_REMOTE_WINDOW_BYTES = 1 << 20,
+	RC_MIN_WINDOW_PKTS = 16,
+	RC_MAX_WINDOW_PKTS = 2048,
+};
 
 /* A NAK or read re-request for the same PSN is repeated at most this
  * often: once per gap is the rule (IBTA 9.7.5.2.2), but when the resent
@@ -38,6 +46,8 @@ struct rc_replay {                   /* responder's atomic replay cache entry */
 	bool valid;
 };
 
+struct direct_qp;
+
 struct srn_rc_state {
 	struct srn_qp *qp;
 	struct srn_engine *eng;
@@ -48,6 +58,7 @@ struct srn_rc_state {
 
 	/* path, from RTR */
 	bool path_ok;
+	bool path_unresolved;        /* same host, dqpn not registered yet */
 	bool errored;                /* rc_qp_error ran (events posted) */
 	struct net_addr peer;        /* where packets go */
 	struct wire_l3 l3;           /* ICRC pseudo-header for our sends */
@@ -59,7 +70,7 @@ struct srn_rc_state {
 	uint32_t una_psn;            /* oldest PSN not yet acknowledged */
 	uint32_t rd_out;             /* reads/atomics started, not complete */
 	uint32_t max_rd;             /* max_rd_atomic (>= 1) */
-	uint32_t win_pkts;           /* window in packets */
+	uint32_t win_pkts;           /* window in packets (most) */
 	uint32_t ackreq_every;       /* AckReq inside long messages */
 	uint32_t since_ackreq;
 	uint64_t rd_chunk;           /* bytes per READ request */
@@ -92,6 +103,11 @@ struct srn_rc_state {
 	bool srq_have;               /* srq_wqe holds one */
 	struct rc_replay *replay;    /* max_dest_rd_atomic entries */
 	uint32_t replay_n, replay_next;
+	/* responder: an ACK owed but held back (responder.c, "Deferred
+	 * ACKs"): for ack_psn, first owed for ack_first, due by ack_due */
+	bool ack_pending;
+	uint32_t ack_psn, ack_first;
+	uint64_t ack_due;
 
 	/* UD */
 	uint32_t qkey;               /* the QP's Q_Key (IBV_QP_QKEY) */
@@ -101,6 +117,14 @@ struct srn_rc_state {
 	 * QP sends at most uc_burst_max bytes per UC_PACE_NS. */
 	uint64_t uc_burst_start;
 	uint64_t uc_burst_bytes;
+
+	/* same-host direct path (direct.c): cached view of the target,
+	 * NULL until first used; freed by direct_qp_forget */
+	struct direct_qp *direct;
+
+	/* same-host peer's inbox (net/shm_ring.h) from rc_resolve_path;
+	 * NULL: packets go to the socket */
+	struct net_shm_peer *shm_peer;
 
 	_Atomic uint64_t cnt[SRN_CNT_MAX];
 };
@@ -181,6 +205,18 @@ void requester_arm_retry(struct srn_rc_state *rc);
 
 /* responder.c */
 void responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);
+/* responder.c: the end of a receive batch on this thread: send the ACKs
+ * it held back (on an application thread: those of the batch before, so
+ * the application sees its completions first).  No QP lock held. */
+void responder_rx_batch_end(struct srn_engine *eng);
+/* responder.c: send qp's held-back ACK now (QP lock held). */
+void responder_ack_flush(struct srn_rc_state *rc);
+/* responder.c: the same before the QP changes state or is destroyed: the
+ * ACK was owed while it could still receive, so it goes in any state. */
+void responder_ack_owed(struct srn_rc_state *rc);
+/* responder.c: the held-back ACK's deadline passed?  Sends it; returns
+ * its deadline if still held (0 = none). */
+uint64_t responder_ack_timer(struct srn_rc_state *rc, uint64_t now);
 
 /* completer.c */
 void completer_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);

@@ -10,9 +10,30 @@
 #include <errno.h>
 #include <string.h>
 
+#include "transport/direct.h"
 #include "transport/rc.h"
 
 enum { RESUME_DELAY_NS = 50 * 1000 };
+
+/* The window in packets: at most rc->win_pkts, and small enough that what
+ * is in flight always fits the receiver's socket buffer, so the receive
+ * queue never overruns (a drop costs a go-back-N of the whole window).
+ * A peer on this host opened its socket like ours, so it has the buffer
+ * ours has: a quarter of the reported size (which is twice what Linux
+ * accounts), leaving room for per-packet overhead and other senders.  A
+ * remote peer's buffer is unknown: stay conservative. */
+static uint32_t window_pkts(const struct srn_rc_state *rc)
+{
+	uint64_t bytes = RC_REMOTE_WINDOW_BYTES;
+	uint32_t w;
+
+	if (net_addr_is_local(rc->peer.family, rc->peer.ip) && rc->eng->udp.rcvbuf > 0)
+		bytes = (uint64_t)rc->eng->udp.rcvbuf / 4;
+	w = (uint32_t)(bytes / rc->pmtu);
+	if (w > rc->win_pkts)
+		w = rc->win_pkts;
+	return w < RC_MIN_WINDOW_PKTS ? RC_MIN_WINDOW_PKTS : w;
+}
 
 static uint8_t req_opcode(const struct srn_send_wqe *w, bool first, bool last)
 {
@@ -77,10 +98,28 @@ void requester_arm_retry(struct srn_rc_state *rc)
 	}
 }
 
+/* Bytes per READ request: at most half the window, so responses to two
+ * requests can be in flight. */
+static uint64_t read_chunk(const struct srn_rc_state *rc, uint32_t win)
+{
+	uint64_t half = (uint64_t)(win / 2 ? win / 2 : 1) * rc->pmtu;
+
+	return rc->rd_chunk && rc->rd_chunk < half ? rc->rd_chunk : half;
+}
+
+/* AckReq in a long message every quarter window: the window reopens in
+ * steps while the sender keeps streaming. */
+static uint32_t ackreq_every(const struct srn_rc_state *rc, uint32_t win)
+{
+	uint32_t q = win / 4 ? win / 4 : 1;
+
+	return rc->ackreq_every && rc->ackreq_every < q ? rc->ackreq_every : q;
+}
+
 /* Build and send the next packet of w (at byte offset w->sent).
  * Returns 0 and advances on success; -EAGAIN; -EFAULT on a local
  * protection error (bad lkey / bounds). */
-static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
+static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t win)
 {
 	struct iovec pay[SRN_MAX_SGE];
 	struct wire_pkt h;
@@ -95,7 +134,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	if (w->opcode == IBV_WR_RDMA_READ) {
 		uint64_t left = w->length - w->sent;
 
-		len = (uint32_t)(left < rc->rd_chunk ? left : rc->rd_chunk);
+		len = (uint32_t)(left < read_chunk(rc, win) ? left : read_chunk(rc, win));
 		adv = rc_div_up(len, rc->pmtu);
 		h.opcode = WIRE_READ_REQ;
 		h.va = w->remote_addr + w->sent;
@@ -156,7 +195,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 		h.se = last && (w->send_flags & IBV_SEND_SOLICITED);
 		/* UC has no acknowledgements to ask for */
 		h.ackreq = rc->type == IBV_QPT_RC &&
-			   (last || rc->since_ackreq + 1 >= rc->ackreq_every);
+			   (last || rc->since_ackreq + 1 >= ackreq_every(rc, win));
 		ret = rc_tx(rc, &h, pay, npay, len);
 		if (ret)
 			return ret;
@@ -172,6 +211,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 static void requester_run_locked(struct srn_rc_state *rc)
 {
 	struct srn_qp *qp = rc->qp;
+	uint32_t win;
 
 	if (rc->type == IBV_QPT_UD) {
 		ud_requester_run(rc);
@@ -181,6 +221,7 @@ static void requester_run_locked(struct srn_rc_state *rc)
 		return;
 	if (rc_state(rc) != IBV_QPS_RTS)
 		return;
+	win = window_pkts(rc);
 
 	while (qp->sq.next != qp->sq.tail) {
 		struct srn_send_wqe *w = rc_sq(qp, qp->sq.next);
@@ -188,6 +229,12 @@ static void requester_run_locked(struct srn_rc_state *rc)
 
 		if (w->state & WQE_LOC_ERR)
 			break;
+		/* Same-host target: executed in its memory, no packet.  Only
+		 * with nothing outstanding before it, so order and completion
+		 * order stay exact. */
+		if (!(w->state & WQE_STARTED) && qp->sq.head == qp->sq.next &&
+		    rc->type == IBV_QPT_RC && direct_try(rc, w))
+			continue;
 
 		if (!(w->state & WQE_STARTED)) {
 			if (!opcode_supported(w->opcode) || w->length > SRN_MAX_MSG_SIZE ||
@@ -210,19 +257,20 @@ static void requester_run_locked(struct srn_rc_state *rc)
 				rc->rd_out++;
 		}
 		/* window: unacknowledged packets in flight */
-		if (wire_psn_diff(rc->req_psn, rc->una_psn) >= (int32_t)rc->win_pkts)
+		if (wire_psn_diff(rc->req_psn, rc->una_psn) >= (int32_t)win)
 			break;
 		if (w->opcode == IBV_WR_RDMA_READ && rc->req_psn != rc->una_psn) {
-			uint32_t adv = rc_div_up(w->length - w->sent < rc->rd_chunk ?
-						 w->length - w->sent : rc->rd_chunk, rc->pmtu);
+			uint64_t chunk = read_chunk(rc, win);
+			uint32_t adv = rc_div_up(w->length - w->sent < chunk ?
+						 w->length - w->sent : chunk, rc->pmtu);
 
 			if (wire_psn_diff(rc->req_psn, rc->una_psn) + (int32_t)adv >
-			    (int32_t)rc->win_pkts)
+			    (int32_t)win)
 				break;
 		}
 		if (rc->type == IBV_QPT_UC && uc_paced(rc))
 			break;
-		ret = send_one(rc, w);
+		ret = send_one(rc, w, win);
 		if (ret == -EAGAIN) {
 			rc->resume_at = srn_now_ns() + RESUME_DELAY_NS;
 			srn_engine_arm(rc->eng, rc->resume_at);
@@ -261,11 +309,16 @@ static void requester_run_locked(struct srn_rc_state *rc)
 	requester_arm_retry(rc);
 }
 
-/* Packets built in one run leave in GSO batches (tx.c). */
+/* Packets built in one run leave in GSO batches (tx.c).  An ACK the
+ * responder held back for this QP goes with them: after the reply an
+ * application sends when a message arrived, and when sizes match in the
+ * same system call. */
 void requester_run(struct srn_rc_state *rc)
 {
 	rc_tx_batch_begin();
 	requester_run_locked(rc);
+	if (rc->ack_pending && rc->type == IBV_QPT_RC)
+		responder_ack_flush(rc);
 	rc_tx_batch_end();
 }
 

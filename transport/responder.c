@@ -2,6 +2,7 @@
  * atomic ACKs (IBTA Vol 1 9.7.4, 9.7.5.2).  A state machine: each step
  * checks one thing and names the next state; protocol errors are states.
  * Nothing is written to memory before every check has passed. */
+#include <pthread.h>
 #include <string.h>
 
 #include "net/udp.h"
@@ -35,6 +36,15 @@ struct resp_pkt {
 	void *target;                /* READ / ATOMIC / WRITE target */
 };
 
+/* Every ACK or NAK we send acknowledges everything before epsn, so it
+ * also settles an ACK held back (below). */
+static int tx_retry(struct srn_rc_state *rc, struct wire_pkt *h,
+		    const struct iovec *iov, int n, uint32_t len);
+
+/* An ACK or NAK.  Retried like a response when the socket or the peer's
+ * inbox is full: a lost ACK costs the requester a whole timeout, and an
+ * application that exits right after its last receive completion (as
+ * ibv_srq_pingpong's client does) never answers the retransmission. */
 static void send_aeth(struct srn_rc_state *rc, uint32_t psn, uint8_t syndrome)
 {
 	struct wire_pkt h;
@@ -44,7 +54,147 @@ static void send_aeth(struct srn_rc_state *rc, uint32_t psn, uint8_t syndrome)
 	h.psn = psn;
 	h.syndrome = syndrome;
 	h.msn = rc->msn;
-	rc_tx(rc, &h, NULL, 0, 0);
+	rc->ack_pending = false;
+	tx_retry(rc, &h, NULL, 0, 0);
+}
+
+/* ---- Deferred ACKs ---------------------------------------------------------
+ * An ACK costs a sendmsg.  Sent at once, it delays everything behind it:
+ * on an application thread that receives inline, the completion the
+ * application waits for; on the engine thread, the next packets.  So an
+ * ACK is held back (per QP, only the newest PSN: one ACK covers all
+ * before it) and sent
+ *  - at the end of the receive batch on the engine thread, one per QP;
+ *  - on an application thread, with the application's next send on the
+ *    QP (requester_run: often in the same GSO send as the reply) or at
+ *    the end of its next receive batch;
+ *  - at once when it covers RESP_ACK_COALESCE_PKTS packets, so the
+ *    requester's window keeps moving;
+ *  - by the engine timer after RESP_ACK_DEFER_NS in any case, far below
+ *    any requester's ACK timeout (>= 1 ms here; 4.096 us * 2^timeout).
+ * A same-host peer's traffic through the shared-memory inbox is not
+ * batched like this: its ACKs go at once. */
+enum {
+	RESP_ACK_DEFER_NS = 200 * 1000,
+	RESP_ACK_COALESCE_PKTS = 64,
+	RESP_ACK_LIST = 64,
+};
+
+struct ack_list {
+	uint32_t gen;                /* receive batches ended on this thread */
+	int n;
+	struct {
+		struct srn_engine *eng;
+		uint32_t qpn;
+		uint32_t gen;        /* batch that held it back */
+	} e[RESP_ACK_LIST];
+};
+
+static __thread struct ack_list acks;
+
+static bool on_engine_thread(const struct srn_engine *eng)
+{
+	return eng->thread_running && pthread_equal(pthread_self(), eng->thread);
+}
+
+/* Send the held-back ACK; a QP that left the receiving states (error,
+ * reset) owes nothing any more. */
+void responder_ack_flush(struct srn_rc_state *rc)
+{
+	enum ibv_qp_state st = rc_state(rc);
+
+	if (!rc->ack_pending)
+		return;
+	if (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD &&
+	    st != IBV_QPS_SQE) {
+		rc->ack_pending = false;
+		return;
+	}
+	rc_count(rc, SRN_CNT_resp_acks);
+	send_aeth(rc, rc->ack_psn, WIRE_AETH_ACK | 0x1f);
+}
+
+void responder_ack_owed(struct srn_rc_state *rc)
+{
+	if (!rc->ack_pending)
+		return;
+	if (rc->type != IBV_QPT_RC || !rc->path_ok) {
+		rc->ack_pending = false;
+		return;
+	}
+	rc_count(rc, SRN_CNT_resp_acks);
+	send_aeth(rc, rc->ack_psn, WIRE_AETH_ACK | 0x1f);
+}
+
+static void ack_later(struct srn_rc_state *rc, uint32_t psn)
+{
+	if (!rc->ack_pending) {
+		if (rc->shm_peer || acks.n == RESP_ACK_LIST) {
+			rc->ack_pending = true;
+			rc->ack_psn = psn;
+			responder_ack_flush(rc);
+			return;
+		}
+		acks.e[acks.n].eng = rc->eng;
+		acks.e[acks.n].qpn = rc->qpn;
+		acks.e[acks.n].gen = acks.gen;
+		acks.n++;
+		rc->ack_pending = true;
+		rc->ack_first = psn;
+		rc->ack_due = srn_now_ns() + RESP_ACK_DEFER_NS;
+		/* The safety net, for application threads (the engine thread
+		 * always ends its batch in responder_rx_batch_end); a no-op
+		 * while an earlier deadline is armed. */
+		if (!on_engine_thread(rc->eng))
+			srn_engine_arm(rc->eng, rc->ack_due);
+	}
+	rc->ack_psn = psn;
+	if (wire_psn_diff(psn, rc->ack_first) + 1 >= RESP_ACK_COALESCE_PKTS)
+		responder_ack_flush(rc);
+}
+
+/* Only entries of eng are looked at: it is alive (we are in its receive
+ * path), while another engine in an application thread's list may be
+ * gone.  Those wait for their own engine's batch a little, then are let
+ * go (their timer sends the ACK). */
+void responder_rx_batch_end(struct srn_engine *eng)
+{
+	bool all = on_engine_thread(eng);
+	int keep = 0;
+
+	for (int i = 0; i < acks.n; i++) {
+		struct srn_rc_state *rc;
+
+		if (acks.e[i].eng != eng) {
+			if (acks.gen - acks.e[i].gen < 4)
+				acks.e[keep++] = acks.e[i];
+			continue;
+		}
+		if (!all && acks.e[i].gen == acks.gen) {
+			acks.e[keep++] = acks.e[i];
+			continue;
+		}
+		rc = srn_engine_get_qp(eng, acks.e[i].qpn);
+		if (!rc)
+			continue;
+		pthread_mutex_lock(&rc->qp->lock);
+		if (!rc->dead && rc->type == IBV_QPT_RC)
+			responder_ack_flush(rc);
+		pthread_mutex_unlock(&rc->qp->lock);
+		srn_engine_put_qp(rc);
+	}
+	acks.n = keep;
+	acks.gen++;
+}
+
+uint64_t responder_ack_timer(struct srn_rc_state *rc, uint64_t now)
+{
+	if (!rc->ack_pending)
+		return 0;
+	if (now < rc->ack_due)
+		return rc->ack_due;
+	responder_ack_flush(rc);
+	return 0;
 }
 
 /* A response that must go out: if the socket is full, wait a little;
@@ -435,10 +585,8 @@ static enum resp_state resp_step(struct srn_rc_state *rc, struct resp_pkt *p,
 	case RS_EXECUTE:
 		return execute(rc, p);
 	case RS_ACK:
-		if (p->pkt->ackreq) {
-			rc_count(rc, SRN_CNT_resp_acks);
-			send_aeth(rc, p->pkt->psn, WIRE_AETH_ACK | 0x1f);
-		}
+		if (p->pkt->ackreq)
+			ack_later(rc, p->pkt->psn);
 		return RS_DONE;
 	case RS_NAK_SEQ:
 		/* Once per gap: later packets of the gap are dropped. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "net/pcap.h"
+#include "net/shm_ring.h"
 #include "transport/rc.h"
 
 enum { TX_MAX_IOV = SRN_MAX_SGE + 2 };
@@ -189,6 +190,57 @@ static int txb_add(struct srn_rc_state *rc, const struct iovec *iov, int n,
 	return 0;
 }
 
+/* How long a sender waits for room in a full lane of a same-host peer's
+ * inbox before it reports -EAGAIN like a full socket (the requester then
+ * retries later).  Short: the consumer may be blocked on us. */
+enum { TX_SHM_SPIN_NS = 20 * 1000 };
+
+/* The same packet as rc_tx would send (header, payload, pad, ICRC over
+ * the same pseudo-header) into the peer's inbox instead of the socket;
+ * tail has room for the ICRC after the pad. */
+static int tx_shm(struct srn_rc_state *rc, struct iovec *iov, int n, uint8_t *tail,
+		  uint32_t padcnt, uint32_t bytes)
+{
+	struct srn_engine *eng = rc->eng;
+	uint32_t icrc;
+	int ret;
+
+	/* what an open GSO batch holds left first */
+	if (txb && txb->nseg)
+		txb_flush();
+	icrc = wire_icrc(&rc->l3, iov, n + (padcnt ? 1 : 0));
+	tail[padcnt + 0] = (uint8_t)icrc;
+	tail[padcnt + 1] = (uint8_t)(icrc >> 8);
+	tail[padcnt + 2] = (uint8_t)(icrc >> 16);
+	tail[padcnt + 3] = (uint8_t)(icrc >> 24);
+	iov[n++].iov_len = padcnt + WIRE_ICRC_LEN;
+	ret = net_shm_send(rc->shm_peer, &eng->udp.local, rc->peer.ip, iov, n, TX_SHM_SPIN_NS);
+	if (ret == -EAGAIN) {
+		rc_count(rc, SRN_CNT_shm_ring_full);
+		rc_count(rc, SRN_CNT_tx_eagain);
+		return ret;
+	}
+	if (ret < 0) {
+		rc_count(rc, SRN_CNT_tx_error);
+		return 0; /* lost like on a wire */
+	}
+	if (ret == 1) {
+		/* the owner's engine sleeps: wake it (a zero-length datagram) */
+		net_udp_send(&eng->udp, &rc->peer, NULL, 0);
+		rc_count(rc, SRN_CNT_shm_doorbells);
+	}
+	rc_count(rc, SRN_CNT_tx_packets);
+	rc_count(rc, SRN_CNT_tx_shm_packets);
+	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_tx_bytes], bytes, memory_order_relaxed);
+	if (net_pcap_enabled()) {
+		struct wire_l3 l3 = rc->l3;
+
+		l3.dport = SRN_ROCE_UDP_PORT;
+		net_pcap_write(&l3, iov, n);
+	}
+	return 0;
+}
+
 int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 	  int npay, uint32_t paylen)
 {
@@ -201,6 +253,8 @@ int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 
 	if (npay > TX_MAX_IOV - 1)
 		return -EINVAL;
+	if (rc->path_unresolved && rc->type != IBV_QPT_UD)
+		rc_resolve_path(rc);
 	h->padcnt = wire_padcnt(paylen);
 	h->pkey = 0xffff;
 	h->dqpn = rc->dqpn;
@@ -214,6 +268,8 @@ int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 			iov[n++] = pay[i];
 	iov[n].iov_base = tail;
 	iov[n].iov_len = h->padcnt;
+	if (rc->shm_peer && rc->type != IBV_QPT_UD)
+		return tx_shm(rc, iov, n, tail, h->padcnt, (uint32_t)hlen + paylen);
 	if (txb && txb->depth > 0) {
 		uint32_t len = (uint32_t)hlen + paylen + h->padcnt + WIRE_ICRC_LEN;
 

@@ -92,6 +92,7 @@ enum wire_cm_attr {
  * there (the kernel sets rq_psn from its own REQ, sq_psn from the peer's). */
 #define WIRE_CM_REQ_FIELDS(F, B)                                             \
 	F(REQ, local_comm_id, uint32_t, 0, 0, 32)                           \
+	F(REQ, vendor_id, uint32_t, 5, 0, 24)    /* ECE, with hdr.attr_mod */ \
 	F(REQ, service_id, uint64_t, 8, 0, 64)                              \
 	F(REQ, local_ca_guid, uint64_t, 16, 0, 64)                          \
 	F(REQ, local_qkey, uint32_t, 28, 0, 32)                             \
@@ -142,8 +143,11 @@ enum wire_cm_attr {
 	F(REP, remote_comm_id, uint32_t, 4, 0, 32)                          \
 	F(REP, local_qkey, uint32_t, 8, 0, 32)                              \
 	F(REP, local_qpn, uint32_t, 12, 0, 24)                              \
+	F(REP, vendor_id_h, uint8_t, 15, 0, 8)   /* ECE vendor id, bits 23:16 */ \
 	F(REP, local_eecn, uint32_t, 16, 0, 24)                             \
+	F(REP, vendor_id_m, uint8_t, 19, 0, 8)   /* bits 15:8 */             \
 	F(REP, starting_psn, uint32_t, 20, 0, 24)                           \
+	F(REP, vendor_id_l, uint8_t, 23, 0, 8)   /* bits 7:0 */              \
 	F(REP, responder_resources, uint8_t, 24, 0, 8)                      \
 	F(REP, initiator_depth, uint8_t, 25, 0, 8)                          \
 	F(REP, target_ack_delay, uint8_t, 26, 0, 5)                         \

@@ -228,6 +228,7 @@ int main(void)
 	T_OK(is_private_anon(h) && h[3] == 42, "heap: last put restores private anonymous memory");
 	h[3] = (unsigned char)(5 + 3 * 7);
 	T_OK(has_pattern(h, 8 * PG, 5), "heap: contents after restore");
+	free(h);
 
 	/* mmap'd buffer, partly touched: untouched pages stay zeros */
 	p = anon(64 * PG);

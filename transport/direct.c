@@ -1,0 +1,486 @@
+/* transport/direct: RDMA WRITE / READ / atomics executed by the initiator
+ * on a same-host target's memory (see direct.h).
+ *
+ * Checks, in the order the responder makes them (responder.c): the target
+ * QP (registry info: RC, RTR/RTS, connected to exactly us, access flags),
+ * the atomic's alignment, then the rkey (the target's MR directory entry:
+ * key, PD == the target QP's PD, access, bounds), and our own SGEs as the
+ * requester and completer check them.  Only when all pass is anything
+ * read or written; otherwise nothing happened and the packet path takes
+ * the WQE and produces the protocol's answer (a NAK, an error WC).
+ *
+ * Cost: the views of the target QP and of its last few rkeys are cached
+ * per QP with the generation numbers of the seqlocks they were read under;
+ * an operation revalidates them with one load each, then copies.  No
+ * system call unless memory has no shared mapping (process_vm_*).
+ */
+#include "transport/direct.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/mode.h"
+#include "net/registry.h"
+#include "transport/peer_map.h"
+#include "transport/rc.h"
+
+enum {
+	DIRECT_MRS = 4,                          /* rkeys cached per QP */
+	DIRECT_ALIVE_NS = 10 * 1000 * 1000,      /* peer liveness re-check */
+	DIRECT_RETRY_NS = 100 * 1000 * 1000,     /* after "no peer found" */
+	DIRECT_NOINFO_NS = 1000 * 1000,          /* after "no QP info" */
+};
+
+struct direct_mr {
+	uint32_t rkey;               /* 0: empty slot */
+	const struct srn_mrdir_entry *e; /* the target's entry, NULL: none */
+	uint32_t gen;                /* e's generation when read */
+	bool ok;                     /* key and PD matched at gen */
+	uint32_t access;             /* the MR's IBV_ACCESS_* */
+	uint64_t iova, length;       /* as the peer addresses it */
+	uint64_t vaddr;              /* owner's address of iova's byte */
+	char *map;                   /* iova's byte mapped here, or NULL */
+	uint64_t map_len;            /* bytes mapped from iova */
+	struct peer_memfd *mh;       /* the memfd mapping held, or NULL */
+};
+
+struct direct_qp {
+	bool off;                    /* not a same-host RC peer: never */
+	const _Atomic uint32_t *qgen; /* target slot's seqlock word */
+	bool have;                   /* gen/qp_ok hold a verdict */
+	uint32_t gen;                /* generation of that verdict */
+	bool qp_ok;                  /* target QP accepts us at gen */
+	uint64_t retry_at;           /* no info or no peer yet: look again then */
+	uint32_t access;             /* target QP's access flags */
+	uint32_t pd_handle;          /* target QP's PD */
+	struct peer *peer;           /* target context's memory */
+	int peer_pid;                /* whose (pid, MR directory nonce) */
+	uint32_t peer_nonce;
+	uint64_t alive_at;           /* next liveness check */
+	struct direct_mr mr[DIRECT_MRS];
+	unsigned int mr_next;        /* round-robin replacement */
+};
+
+/* ---- publishing (target side) -------------------------------------- */
+
+void direct_publish(struct srn_rc_state *rc)
+{
+	struct srn_qp *qp = rc->qp;
+	enum ibv_qp_state st = rc_state(rc);
+	struct net_reg_qpinfo in;
+
+	if (!rc->eng || !rc->eng->reg)
+		return;
+	if (rc->type != IBV_QPT_RC || !rc->path_ok || !net_shm_allowed() ||
+	    (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD)) {
+		net_registry_publish(rc->eng->reg, rc->qpn, NULL);
+		return;
+	}
+	memset(&in, 0, sizeof(in));
+	in.pid = getpid();
+	in.mrdir_nonce = qp->ctx->mrdir_nonce;
+	in.pd_handle = qp->pd ? qp->pd->ibv.handle : 0;
+	in.access = qp->a.attr.qp_access_flags;
+	in.state = (uint8_t)st;
+	in.type = (uint8_t)rc->type;
+	in.dfamily = (uint16_t)rc->peer.family;
+	in.dqpn = rc->dqpn;
+	memcpy(in.dip, rc->peer.ip, sizeof(in.dip));
+	net_registry_publish(rc->eng->reg, rc->qpn, &in);
+}
+
+void direct_unpublish(struct srn_rc_state *rc)
+{
+	if (rc->eng && rc->eng->reg)
+		net_registry_publish(rc->eng->reg, rc->qpn, NULL);
+}
+
+/* ---- the initiator's cached view of its target ---------------------- */
+
+static void mr_release(struct direct_qp *d, struct direct_mr *m)
+{
+	if (m->mh)
+		peer_unmap_memfd(d->peer, m->mh);
+	m->mh = NULL;
+	m->map = NULL;
+	m->map_len = 0;
+}
+
+static void mr_cache_clear(struct direct_qp *d)
+{
+	for (int i = 0; i < DIRECT_MRS; i++)
+		mr_release(d, &d->mr[i]);
+	memset(d->mr, 0, sizeof(d->mr));
+}
+
+void direct_qp_forget(struct srn_rc_state *rc)
+{
+	struct direct_qp *d = rc->direct;
+
+	if (!d)
+		return;
+	mr_cache_clear(d);
+	peer_put(d->peer);
+	free(d);
+	rc->direct = NULL;
+}
+
+static size_t ip_len(int family)
+{
+	return family == AF_INET ? 4 : 16;
+}
+
+/* The QP's cache, created on first use; NULL when direct is not for it. */
+static struct direct_qp *direct_qp_get(struct srn_rc_state *rc)
+{
+	struct direct_qp *d = rc->direct;
+	struct srn_engine *eng = rc->eng;
+
+	if (d)
+		return d->off ? NULL : d;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	rc->direct = d;
+	/* Only a destination on this host can be reached in memory; the
+	 * registry is this host's, so its QPN must be too. */
+	d->off = !net_shm_allowed() || rc->type != IBV_QPT_RC || !eng->reg ||
+		 rc->peer.family != eng->udp.local.family ||
+		 !net_addr_is_local(rc->peer.family, rc->peer.ip) ||
+		 !(d->qgen = net_registry_qpinfo_seq(eng->reg, rc->dqpn));
+	return d->off ? NULL : d;
+}
+
+
+/* Re-read the target QP's info after its generation moved: the verdict
+ * for that generation. */
+static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t now)
+{
+	struct srn_engine *eng = rc->eng;
+	struct net_reg_qpinfo in;
+	uint32_t gen;
+
+	d->qp_ok = false;
+	d->have = false;
+	mr_cache_clear(d);
+	if (net_registry_qpinfo(eng->reg, rc->dqpn, &in, &gen)) {
+		/* not (yet) published, or its owner runs with
+		 * SOFTRNIC_TRANSPORT=udp: packets meanwhile */
+		srn_dbg(eng, "qp %u: direct: no info for qpn %u", rc->qpn, rc->dqpn);
+		d->retry_at = now + DIRECT_NOINFO_NS;
+		return false;
+	}
+	d->have = true;
+	d->gen = gen;
+	/* connected to exactly this QP at this address, and able to
+	 * receive (a responder executes in RTR and RTS) */
+	if (in.type != IBV_QPT_RC || (in.state != IBV_QPS_RTR && in.state != IBV_QPS_RTS) ||
+	    in.dqpn != rc->qpn || in.dfamily != eng->udp.local.family ||
+	    memcmp(in.dip, eng->udp.local.ip, ip_len(in.dfamily))) {
+		srn_dbg(eng, "qp %u: direct: qpn %u not usable (type %u state %u dqpn %u)",
+			rc->qpn, rc->dqpn, in.type, in.state, in.dqpn);
+		return false;
+	}
+	if (!d->peer || d->peer_pid != in.pid || d->peer_nonce != in.mrdir_nonce) {
+		peer_put(d->peer);
+		d->peer = peer_get(in.pid, in.mrdir_nonce);
+		d->peer_pid = in.pid;
+		d->peer_nonce = in.mrdir_nonce;
+		if (!d->peer) {
+			srn_dbg(eng, "qp %u: direct: no MR directory of pid %d", rc->qpn, in.pid);
+			/* no directory (yet, or none: SOFTRNIC_TRANSPORT=udp
+			 * over there): ask again later, not per operation */
+			d->have = false;
+			d->retry_at = now + DIRECT_RETRY_NS;
+			return false;
+		}
+		d->alive_at = now + DIRECT_ALIVE_NS;
+	}
+	d->access = in.access;
+	d->pd_handle = in.pd_handle;
+	d->qp_ok = true;
+	srn_dbg(eng, "qp %u: direct: qpn %u of pid %d reachable in memory", rc->qpn, rc->dqpn,
+		in.pid);
+	return true;
+}
+
+/* Hot: does the target QP still accept direct operations from us? */
+static bool qp_check(struct srn_rc_state *rc, struct direct_qp *d)
+{
+	uint64_t now = srn_now_ns();
+
+	if (d->have && atomic_load_explicit(d->qgen, memory_order_acquire) == d->gen) {
+		if (!d->qp_ok)
+			return false;
+	} else if (d->retry_at && now < d->retry_at) {
+		return false;
+	} else if (!qp_revalidate(rc, d, now)) {
+		return false;
+	}
+	if (now >= d->alive_at) {
+		/* A dead target's memory is still mapped here: writing it
+		 * would "succeed" where packets would time out. */
+		if (!peer_alive(d->peer)) {
+			d->qp_ok = false;
+			return false;
+		}
+		d->alive_at = now + DIRECT_ALIVE_NS;
+	}
+	return true;
+}
+
+/* (Re)read the cached rkey's directory entry. */
+static void mr_refresh(struct direct_qp *d, struct direct_mr *m)
+{
+	struct srn_mrdir_entry s;
+	uint64_t size;
+	char *base;
+
+	m->ok = false;
+	mr_release(d, m); /* a changed MR may be another memfd */
+	if (!m->e)
+		m->e = peer_mr_entry(d->peer, m->rkey >> 8);
+	if (!m->e || !peer_mr_snapshot(m->e, &s, &m->gen)) {
+		m->e = NULL; /* look again next time */
+		return;
+	}
+	if (s.key != m->rkey || s.key == 0 || s.pd_handle != d->pd_handle)
+		return;
+	m->ok = true;
+	m->access = s.access;
+	m->iova = s.iova;
+	m->length = s.length;
+	m->vaddr = s.vaddr;
+	if (peer_is_self(d->peer)) {
+		/* our own memory: the owner's address is ours */
+		m->map = (char *)(uintptr_t)s.vaddr;
+		m->map_len = s.length;
+	} else if (s.memfd >= 0 &&
+		   (m->mh = peer_map_memfd(d->peer, s.memfd, s.memfd_ino, &base, &size))) {
+		if (s.memfd_off < size) {
+			m->map = base + s.memfd_off;
+			m->map_len = size - s.memfd_off < s.length ? size - s.memfd_off
+								    : s.length;
+		}
+	}
+}
+
+/* Hot: the cached view of rkey, revalidated. */
+static struct direct_mr *mr_get(struct direct_qp *d, uint32_t rkey)
+{
+	struct direct_mr *m;
+
+	for (int i = 0; i < DIRECT_MRS; i++) {
+		m = &d->mr[i];
+		if (m->rkey != rkey || m->rkey == 0)
+			continue;
+		if (!m->e || peer_mr_gen(m->e) != m->gen)
+			mr_refresh(d, m);
+		return m;
+	}
+	m = &d->mr[d->mr_next++ % DIRECT_MRS];
+	mr_release(d, m);
+	memset(m, 0, sizeof(*m));
+	m->rkey = rkey;
+	mr_refresh(d, m);
+	return m;
+}
+
+/* Where [va, va+len) of the MR is: *ptr mapped here, else *vaddr in the
+ * owner (process_vm_*).  false if the responder would refuse it. */
+static bool mr_range(const struct direct_mr *m, uint64_t va, uint64_t len,
+		     unsigned int access, char **ptr, uint64_t *vaddr)
+{
+	uint64_t off;
+
+	if (!m->ok || (access & ~m->access))
+		return false;
+	/* overflow-safe, as srn_mr_resolve */
+	if (va < m->iova || len > m->length || (off = va - m->iova) > m->length - len)
+		return false;
+	*ptr = m->map && off <= m->map_len && len <= m->map_len - off ? m->map + off : NULL;
+	*vaddr = m->vaddr + off;
+	return true;
+}
+
+static void complete(struct srn_rc_state *rc, struct srn_send_wqe *w, enum srn_counter c)
+{
+	struct srn_qp *qp = rc->qp;
+
+	/* as the completer does for a successful WQE */
+	if (qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED)) {
+		struct ibv_wc wc;
+
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = w->wr_id;
+		wc.status = IBV_WC_SUCCESS;
+		wc.opcode = rc_wc_opcode(w->opcode);
+		wc.qp_num = rc->qpn;
+		wc.byte_len = rc_is_atomic(w) ? 8 : (uint32_t)w->length;
+		srn_cq_push(qp->send_cq, &wc, false);
+	}
+	w->state = WQE_NEW;
+	qp->sq.head++;
+	qp->sq.next++;
+	rc_count(rc, c);
+}
+
+static void copy_out(char *dst, const struct iovec *iov, int n, bool may_overlap)
+{
+	for (int i = 0; i < n; i++) {
+		if (may_overlap)
+			memmove(dst, iov[i].iov_base, iov[i].iov_len);
+		else
+			memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+}
+
+static void copy_in(const char *src, const struct iovec *iov, int n, bool may_overlap)
+{
+	for (int i = 0; i < n; i++) {
+		if (may_overlap)
+			memmove(iov[i].iov_base, src, iov[i].iov_len);
+		else
+			memcpy(iov[i].iov_base, src, iov[i].iov_len);
+		src += iov[i].iov_len;
+	}
+}
+
+static bool do_write(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
+{
+	struct iovec iov[SRN_MAX_SGE];
+	struct direct_mr *m;
+	uint64_t len = w->length, vaddr = 0;
+	char *dst = NULL;
+	int n = 0;
+
+	if (len) {
+		m = mr_get(d, w->rkey);
+		if (!mr_range(m, w->remote_addr, len, IBV_ACCESS_REMOTE_WRITE, &dst, &vaddr))
+			return false;
+		if (!dst && (peer_is_self(d->peer) || !peer_vm_usable(d->peer)))
+			return false;
+		if (w->send_flags & IBV_SEND_INLINE) {
+			iov[0].iov_base = w->inline_data;
+			iov[0].iov_len = len;
+			n = 1;
+		} else {
+			n = rc_sge_map(rc, rc->qp->pd, w->sge, w->num_sge, 0, len, 0, iov,
+				       SRN_MAX_SGE);
+			if (n < 0)
+				return false; /* the packet path reports LOC_PROT_ERR */
+		}
+		if (dst) {
+			copy_out(dst, iov, n, peer_is_self(d->peer));
+		} else {
+			if (peer_vm_write(d->peer, vaddr, iov, n, len))
+				return false; /* rewritten whole by the packet path */
+			rc_count(rc, SRN_CNT_direct_vm);
+		}
+	}
+	complete(rc, w, SRN_CNT_direct_write);
+	return true;
+}
+
+static bool do_read(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
+{
+	struct iovec iov[SRN_MAX_SGE];
+	struct direct_mr *m;
+	uint64_t len = w->length, vaddr = 0;
+	char *src = NULL;
+	int n;
+
+	if (len) {
+		m = mr_get(d, w->rkey);
+		if (!mr_range(m, w->remote_addr, len, IBV_ACCESS_REMOTE_READ, &src, &vaddr))
+			return false;
+		if (!src && (peer_is_self(d->peer) || !peer_vm_usable(d->peer)))
+			return false;
+		n = rc_sge_map(rc, rc->qp->pd, w->sge, w->num_sge, 0, len,
+			       IBV_ACCESS_LOCAL_WRITE, iov, SRN_MAX_SGE);
+		if (n < 0)
+			return false;
+		if (src) {
+			copy_in(src, iov, n, peer_is_self(d->peer));
+		} else {
+			if (peer_vm_read(d->peer, vaddr, iov, n, len))
+				return false;
+			rc_count(rc, SRN_CNT_direct_vm);
+		}
+	}
+	complete(rc, w, SRN_CNT_direct_read);
+	return true;
+}
+
+static bool do_atomic(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
+{
+	struct iovec res[1];
+	struct direct_mr *m;
+	uint64_t vaddr, orig, *t;
+	char *ptr = NULL;
+	bool want_res = w->num_sge > 0 && w->sge[0].length > 0;
+
+	if (w->remote_addr & 7)
+		return false; /* the responder's INV_REQ */
+	m = mr_get(d, w->rkey);
+	/* process_vm_* is no atomic: without a mapping, packets do it */
+	if (!mr_range(m, w->remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC, &ptr, &vaddr) || !ptr ||
+	    ((uintptr_t)ptr & 7))
+		return false;
+	if (want_res && rc_sge_map(rc, rc->qp->pd, w->sge, 1, 0, 8, IBV_ACCESS_LOCAL_WRITE,
+				   res, 1) != 1)
+		return false;
+	t = (uint64_t *)ptr;
+	/* __atomic as the responder's do_atomic: operations from both
+	 * paths on one word are atomic with each other */
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		orig = w->compare_add;
+		__atomic_compare_exchange_n(t, &orig, w->swap, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(t, w->compare_add, __ATOMIC_SEQ_CST);
+	}
+	if (want_res)
+		memcpy(res[0].iov_base, &orig, 8); /* host order, as the completer */
+	complete(rc, w, SRN_CNT_direct_atomic);
+	return true;
+}
+
+bool direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w)
+{
+	struct direct_qp *d;
+	unsigned int need;
+	bool done;
+
+	switch (w->opcode) {
+	case IBV_WR_RDMA_WRITE:
+		need = IBV_ACCESS_REMOTE_WRITE;
+		break;
+	case IBV_WR_RDMA_READ:
+		need = IBV_ACCESS_REMOTE_READ;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		need = IBV_ACCESS_REMOTE_ATOMIC;
+		break;
+	default:
+		return false;
+	}
+	d = direct_qp_get(rc);
+	if (!d)
+		return false;
+	if (w->length > SRN_MAX_MSG_SIZE || !qp_check(rc, d) || !(d->access & need)) {
+		done = false;
+	} else if (w->opcode == IBV_WR_RDMA_WRITE) {
+		done = do_write(rc, d, w);
+	} else if (w->opcode == IBV_WR_RDMA_READ) {
+		done = do_read(rc, d, w);
+	} else {
+		done = do_atomic(rc, d, w);
+	}
+	if (!done)
+		rc_count(rc, SRN_CNT_direct_fallback);
+	return done;
+}

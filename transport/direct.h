@@ -1,0 +1,35 @@
+/* transport/direct: the same-host direct path (DESIGN.md "Same host").
+ * When an RC QP's destination QP lives in a process on this host (or in
+ * this one), the initiator executes RDMA WRITE, READ and atomics itself on
+ * the target's memory, mapped through the target's memfd (or with
+ * process_vm_readv/writev), after every check the responder would make;
+ * no packet, no work for the target's CPU.  Anything that fails a check
+ * is left to the packet path, which produces the exact protocol error.
+ * Direct operations consume no PSN: both ends are ours, and the packet
+ * path keeps its own sequence. */
+#ifndef TRANSPORT_DIRECT_H
+#define TRANSPORT_DIRECT_H
+
+#include <stdbool.h>
+
+struct srn_rc_state;
+struct srn_send_wqe;
+
+/* requester.c, qp->lock held: w is the new WQE at sq.next and nothing is
+ * outstanding before it (sq.head == sq.next).  Executes and completes it
+ * (sq.head and sq.next advance, a WC if signaled) and returns true; or
+ * returns false having changed nothing (the packet path takes it). */
+bool direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w);
+
+/* Forget the QP's cached view of its peer (attributes changed, reset,
+ * destroy).  qp->lock held. */
+void direct_qp_forget(struct srn_rc_state *rc);
+
+/* hooks.c, qp->lock held: publish what a same-host peer checks before
+ * executing on this QP (state, access, PD, the peer it is connected to)
+ * in the registry; cleared outside RTR/RTS/SQD. */
+void direct_publish(struct srn_rc_state *rc);
+/* hooks.c: the QP is going away: clear its published info. */
+void direct_unpublish(struct srn_rc_state *rc);
+
+#endif

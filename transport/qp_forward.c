@@ -1,0 +1,47 @@
+/* transport/qp_forward: see qp_forward.h.
+ *
+ * Every process has its own engine and only the first on the host binds
+ * UDP port 4791; the others listen on ephemeral ports the QPN registry
+ * records.  A remote RoCE peer (another host, a kernel's Soft-RoCE, a NIC)
+ * always sends to <our IP>:4791, so without this hand-over only the QPs of
+ * the process owning 4791 could be reached from another host.  The packet
+ * goes through the owner's shared-memory inbox with its original source
+ * and destination (port 4791 included), so the owner checks its ICRC
+ * exactly as if the wire had brought it.  Only the 4791 engine forwards
+ * and only to an engine on another port, so a packet moves at most once. */
+#include "transport/qp_forward.h"
+
+#include "net/mode.h"
+#include "net/registry.h"
+#include "net/shm_ring.h"
+#include "transport/engine.h"
+
+bool srn_qp_forward(struct srn_engine *eng, const struct net_udp_msg *m, uint32_t dqpn)
+{
+	struct net_shm_peer *peer;
+	struct iovec iov = { m->buf, m->len };
+	uint16_t port;
+	int family, ret;
+
+	if (eng->udp.local.port != SRN_ROCE_UDP_PORT || !net_shm_allowed() ||
+	    m->to.port != SRN_ROCE_UDP_PORT)
+		return false;
+	if (net_registry_lookup(eng->reg, dqpn, &port, &family) != 0 ||
+	    port == SRN_ROCE_UDP_PORT || family != m->from.family)
+		return false;
+	peer = net_shm_peer_get(eng->ctx->dev->ibdev.name, port);
+	if (!peer)
+		return false;
+	ret = net_shm_send_to(peer, &m->from, m->to.ip, m->to.port, &iov, 1, 20 * 1000);
+	if (ret < 0)
+		return false;
+	if (ret == 1) {
+		/* the owner sleeps: its doorbell is a zero-length datagram */
+		struct net_addr to = eng->udp.local;
+
+		to.port = port;
+		net_udp_send(&eng->udp, &to, NULL, 0);
+	}
+	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_forwarded], 1, memory_order_relaxed);
+	return true;
+}
