@@ -20,6 +20,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "net/proc.h"
+
 enum { NET_CMDIR_BINDS = 4096, NET_CMDIR_AGENTS = 1024 };
 #define NET_CMDIR_PATH "/dev/shm/softrnic-cm-v1"
 
@@ -49,37 +51,9 @@ struct net_cmdir {
 	struct net_cmdir_agent agents[NET_CMDIR_AGENTS];
 };
 
-/* Start time of pid (field 22 of /proc/pid/stat), 0 if gone or a zombie. */
-static inline uint64_t net_cmdir_start_time(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long st = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')'); /* the name may contain spaces */
-	if (!p || (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')))
-		return 0;
-	/* p + 1 is the space before field 3; start time is field 22 */
-	for (int f = 2; f < 22 && p; f++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p, " %llu", &st) != 1)
-		return 0;
-	return st;
-}
-
 static inline uint64_t net_cmdir_owner_of(pid_t pid)
 {
-	uint64_t st = net_cmdir_start_time(pid);
+	uint64_t st = net_proc_start_time(pid);
 
 	return (uint64_t)(uint32_t)pid << 32 | (uint32_t)st;
 }

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "net/proc.h"
+
 struct net_reg_slot {
 	_Atomic uint64_t owner;      /* pid << 32 | start time low 32; 0 = free */
 	_Atomic uint32_t where;      /* udp port << 16 | family; 0 = not yet set */
@@ -49,40 +51,6 @@ struct net_registry {
 
 #define REG_BYTES (sizeof(struct net_reg_slot) * (size_t)NET_REG_SLOTS)
 
-/* Field 22 of /proc/PID/stat; 0 if the process is gone or a zombie (a
- * SIGKILLed process not yet reaped by its parent owns nothing any more). */
-static uint64_t proc_start_time(pid_t pid)
-{
-	char path[64], buf[1024];
-	unsigned long long start = 0;
-	ssize_t n;
-	int fd;
-	char *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* The command name (field 2) may hold spaces and parens: skip to
-	 * the last ')', then field 3 onwards is space separated. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	p++;
-	if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
-		return 0;
-	for (int field = 3; field < 22 && p; field++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p, " %llu", &start) != 1)
-		return 0;
-	return start;
-}
-
 static uint64_t owner_word(pid_t pid, uint64_t start)
 {
 	return (uint64_t)(uint32_t)pid << 32 | (uint32_t)start;
@@ -95,7 +63,7 @@ static bool owner_alive(uint64_t word)
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return false;
 	/* EPERM (other user) or alive: compare start times. */
-	return (uint32_t)proc_start_time(pid) == (uint32_t)word;
+	return (uint32_t)net_proc_start_time(pid) == (uint32_t)word;
 }
 
 struct net_registry *net_registry_open(const char *devname)
@@ -130,7 +98,7 @@ struct net_registry *net_registry_open(const char *devname)
 		return NULL;
 	}
 	reg->slots = map;
-	reg->me = owner_word(getpid(), proc_start_time(getpid()));
+	reg->me = owner_word(getpid(), net_proc_start_time(getpid()));
 	return reg;
 }
 
@@ -185,7 +153,7 @@ int net_registry_alloc(struct net_registry *reg, uint16_t port, int family,
 
 	/* A fork()ed child inherits the parent's owner word: refresh it. */
 	if ((pid_t)(reg->me >> 32) != getpid())
-		reg->me = owner_word(getpid(), proc_start_time(getpid()));
+		reg->me = owner_word(getpid(), net_proc_start_time(getpid()));
 	if (getrandom(&start, sizeof(start), GRND_NONBLOCK) != sizeof(start))
 		start = (uint32_t)time(NULL) ^ (uint32_t)getpid() * 2654435761u;
 	start %= span;

@@ -73,6 +73,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "net/proc.h"
+
 #define SHM_MAGIC 0x31584e4249524e53ull  /* "SNRIBNX1" little-endian */
 #define SHM_VERSION 1u
 
@@ -145,35 +147,6 @@ static void map_set(struct shm_map *m, void *base)
 
 /* ---- process identity (owner words) -------------------------------------- */
 
-/* Start time of pid in clock ticks (field 22 of /proc/PID/stat); 0 when
- * the process is gone or a zombie. */
-static uint64_t start_time(pid_t pid)
-{
-	char path[48], buf[512];
-	unsigned long long t = 0;
-	ssize_t n;
-	char *p;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')');   /* the name may contain anything */
-	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
-		return 0;
-	for (int f = 2; f < 22 && p; f++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p, " %llu", &t) != 1)
-		return 0;
-	return t;
-}
-
 static uint64_t me_word(void)
 {
 	static _Atomic uint64_t cached;
@@ -182,7 +155,7 @@ static uint64_t me_word(void)
 
 	if (w && (pid_t)(w >> 32) == pid)
 		return w;
-	w = (uint64_t)(uint32_t)pid << 32 | (uint32_t)start_time(pid);
+	w = (uint64_t)(uint32_t)pid << 32 | (uint32_t)net_proc_start_time(pid);
 	atomic_store(&cached, w);
 	return w;
 }
@@ -195,7 +168,7 @@ static bool word_alive(uint64_t w)
 		return false;
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return false;
-	return (uint32_t)start_time(pid) == (uint32_t)w;
+	return (uint32_t)net_proc_start_time(pid) == (uint32_t)w;
 }
 
 static uint64_t now_ns(void)
