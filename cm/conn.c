@@ -187,8 +187,6 @@ void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from, const ui
 	c->remote_comm_id = r->local_comm_id;
 	c->tid = m->hdr.tid;
 	c->peer = *from;
-	if (!cm_peer_is_local(from))
-		c->peer.port = CM_ROCE_PORT;
 	c->remote_qpn = r->local_qpn;
 	c->sq_psn = r->starting_psn;
 	c->rq_psn = cm_rand32() & 0xffffff;
@@ -413,8 +411,6 @@ void cm_rep_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	c->mad_pending = false;
 	c->remote_comm_id = r->local_comm_id;
 	c->peer = *from;
-	if (!c->peer_local)
-		c->peer.port = CM_ROCE_PORT;
 	c->remote_qpn = r->local_qpn;
 	c->sq_psn = r->starting_psn;
 	c->remote_resp_res = r->responder_resources;

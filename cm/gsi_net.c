@@ -152,9 +152,10 @@ int cm_gsi_recv(int fd, uint8_t mad[WIRE_MAD_LEN], struct cm_peer *from,
 	memcpy(from->ip, &sin.sin_addr, 4);
 	from->port = ntohs(sin.sin_port);
 	/* A MAD sent to RoCE's port (our own socket has it, or the engine
-	 * that has it handed the packet over, with its original addresses)
-	 * comes from a RoCE GSI, answered at its port 4791 whatever source
-	 * port it used; only a local engine hands packets over. */
+	 * that has it handed the packet over, with its original addresses),
+	 * or from another host, comes from a RoCE GSI, answered at its port
+	 * 4791 whatever source port it used; only a local engine hands
+	 * packets over.  Every handler takes the peer from here. */
 	if (gsi_fwd_hdr_decode(buf, len, &fh)) {
 		if (!cm_ip_is_local(from->ip))
 			return 0;
@@ -167,7 +168,7 @@ int cm_gsi_recv(int fd, uint8_t mad[WIRE_MAD_LEN], struct cm_peer *from,
 		l3.dport = fh.dst_port;
 		memcpy(from->ip, fh.src_ip, 4);
 		from->port = CM_ROCE_PORT;
-	} else if (l3.dport == CM_ROCE_PORT) {
+	} else if (l3.dport == CM_ROCE_PORT || !cm_ip_is_local(from->ip)) {
 		from->port = CM_ROCE_PORT;
 	}
 	/* Hostile input: a valid UD SEND_ONLY to QP1 with QP1's Q_Key, a

@@ -105,8 +105,6 @@ void cm_sidr_req_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	c->remote_comm_id = r->request_id;
 	c->tid = m->hdr.tid;
 	c->peer = *from;
-	if (!cm_peer_is_local(from))
-		c->peer.port = CM_ROCE_PORT;
 	c->state = CM_REQ_RCVD;
 	l->pending++;
 	e = cm_event_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
