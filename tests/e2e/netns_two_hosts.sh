@@ -7,26 +7,9 @@
 # Root only; skips (77) without root or `ip netns`.  The host's own
 # interfaces are never touched; a trap removes both namespaces.
 . "$(dirname "$0")/../lib/e2e.sh"
-[ "$(id -u)" -eq 0 ] || t_skip "needs root for ip netns"
-t_need ip timeout ibv_rc_pingpong
-ip netns list >/dev/null 2>&1 || t_skip "ip netns not usable"
-
-NA="srncovA$$"; NB="srncovB$$"
-cleanup() {
-	ip netns del "$NA" 2>/dev/null
-	ip netns del "$NB" 2>/dev/null
-	rm -rf "$T_TMP"
-}
-trap cleanup EXIT
-
-ip netns add "$NA" && ip netns add "$NB" || t_skip "cannot create namespaces"
-# The veth pair is created inside NA with its peer moved straight into NB.
-ip -n "$NA" link add vA type veth peer name vB netns "$NB" || t_skip "no veth support"
-ip -n "$NA" addr add 192.168.77.1/24 dev vA
-ip -n "$NB" addr add 192.168.77.2/24 dev vB
-for n in "$NA" "$NB"; do ip -n "$n" link set lo up; done
-ip -n "$NA" link set vA up
-ip -n "$NB" link set vB up
+. "$(dirname "$0")/../lib/netns.sh"
+t_need ibv_rc_pingpong
+t_netns_up srncov 192.168.77
 
 # Which device softrnic makes of each veth end.
 devs_a=$(SOFTRNIC_DEVICES=vA timeout 10 ip netns exec "$NA" "$SOFTRNIC" devices 2>&1)
@@ -34,30 +17,10 @@ echo "$devs_a" | sed 's/^/  ns A: /'
 echo "$devs_a" | grep -q srn_vA && t_pass "softrnic devices in ns A lists srn_vA" ||
 	t_fail "softrnic devices in ns A lists srn_vA"
 
-# ns_pair NAME SECS "SERVER CMD" "CLIENT CMD": server in NA, client in NB.
-ns_pair() {
-	local name=$1 secs=$2 scmd=$3 ccmd=$4 spid srv cli
-	SOFTRNIC_DEVICES=vA timeout -k 2 "$secs" ip netns exec "$NA" "$SOFTRNIC" run -- $scmd \
-		>"$T_TMP/$name.server" 2>&1 &
-	spid=$!
-	sleep 0.5
-	SOFTRNIC_DEVICES=vB timeout -k 2 "$secs" ip netns exec "$NB" "$SOFTRNIC" run -- $ccmd \
-		>"$T_TMP/$name.client" 2>&1
-	cli=$?
-	wait $spid
-	srv=$?
-	if [ $srv -ne 0 ] || [ $cli -ne 0 ]; then
-		echo "  server ($scmd) exit $srv:"; sed 's/^/    | /' "$T_TMP/$name.server" | tail -15
-		echo "  client ($ccmd) exit $cli:"; sed 's/^/    | /' "$T_TMP/$name.client" | tail -15
-		return 1
-	fi
-	return 0
-}
-
 round() { # label
 	local label=$1 port
 	port=$(t_port)
-	if ns_pair "pp$port" 60 "ibv_rc_pingpong -d srn_vA -g 0 -p $port -c -n 500 -s 4096" \
+	if t_ns_pair "pp$port" 60 "ibv_rc_pingpong -d srn_vA -g 0 -p $port -c -n 500 -s 4096" \
 		"ibv_rc_pingpong -d srn_vB -g 0 -p $port -c -n 500 -s 4096 192.168.77.1" &&
 	   grep -q "bytes in .* seconds" "$T_TMP/pp$port.client"; then
 		t_pass "$label: ibv_rc_pingpong -c between namespaces: $(grep 'bytes in' "$T_TMP/pp$port.client")"
@@ -66,7 +29,7 @@ round() { # label
 	fi
 	if command -v ib_write_bw >/dev/null; then
 		port=$(t_port)
-		if ns_pair "bw$port" 120 "ib_write_bw -d srn_vA -x 0 -F -p $port -s 65536 -n 200" \
+		if t_ns_pair "bw$port" 120 "ib_write_bw -d srn_vA -x 0 -F -p $port -s 65536 -n 200" \
 			"ib_write_bw -d srn_vB -x 0 -F -p $port -s 65536 -n 200 192.168.77.1" &&
 		   grep -qE '^ +[0-9]+ +[0-9]+ ' "$T_TMP/bw$port.client"; then
 			t_pass "$label: ib_write_bw between namespaces: $(grep -E '^ +[0-9]+ +[0-9]+ ' "$T_TMP/bw$port.client" | tail -1)"
