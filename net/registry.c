@@ -37,12 +37,12 @@ struct net_reg_slot {
 	_Atomic uint32_t where;      /* udp port << 16 | family; 0 = not yet set */
 	_Atomic uint32_t seq;        /* info seqlock: odd while rewritten */
 	struct net_reg_qpinfo info;  /* written by the owner only */
-	uint8_t pad[4];
+	uint8_t pad[128 - 16 - sizeof(struct net_reg_qpinfo)];
 };
 
-/* One cache line per slot: a peer polling one QP's generation does not
+/* Two cache lines per slot: a peer polling one QP's generation does not
  * share a line with its neighbours' writers. */
-static_assert(sizeof(struct net_reg_slot) == 64, "registry slot is one cache line");
+static_assert(sizeof(struct net_reg_slot) == 128, "registry slot is two cache lines");
 
 struct net_registry {
 	struct net_reg_slot *slots;  /* NET_REG_SLOTS entries, shared */
@@ -74,7 +74,7 @@ struct net_registry *net_registry_open(const char *devname)
 	void *map;
 	int fd;
 
-	snprintf(path, sizeof(path), "/dev/shm/softrnic-%s-v2", devname);
+	snprintf(path, sizeof(path), "/dev/shm/softrnic-%s-v3", devname);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 	if (fd < 0)
 		return NULL;

@@ -1,6 +1,6 @@
 /* net/registry: the device-wide QPN table shared by every process on the
  * host (DESIGN.md "No daemon").  One shared-memory file per device,
- * /dev/shm/softrnic-<devname>-v2, holds a slot per QPN saying which
+ * /dev/shm/softrnic-<devname>-v3, holds a slot per QPN saying which
  * process owns it and on which UDP port that process's engine listens.
  * Slots of dead processes (even SIGKILLed ones) are reclaimed lazily.
  * The owner also publishes what a same-host peer needs to check an RDMA
@@ -47,6 +47,13 @@ struct net_reg_qpinfo {
 	uint16_t dfamily;            /* AF_INET/AF_INET6 of the connected peer */
 	uint32_t dqpn;               /* QPN it is connected to */
 	uint8_t dip[16];             /* peer's IP (IPv4 in the first 4 bytes) */
+	/* Where a peer may deliver a SEND itself (verbs/shared_rings.h):
+	 * the RQ ring at rq_off in the owner's memfd rq_memfd (inode
+	 * rq_ino); rq_off 0: not possible, use packets. */
+	int32_t rq_memfd;
+	uint32_t rq_max_wr;          /* its entries */
+	uint64_t rq_ino;
+	uint64_t rq_off;
 };
 
 /* Publish (owner only, one writer per QPN at a time) the info of qpn;

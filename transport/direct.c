@@ -15,6 +15,7 @@
  * system call unless memory has no shared mapping (process_vm_*).
  */
 #include "transport/direct.h"
+#include "transport/direct_priv.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,43 +25,6 @@
 #include "net/registry.h"
 #include "transport/peer_map.h"
 #include "transport/rc.h"
-
-enum {
-	DIRECT_MRS = 4,                          /* rkeys cached per QP */
-	DIRECT_ALIVE_NS = 10 * 1000 * 1000,      /* peer liveness re-check */
-	DIRECT_RETRY_NS = 100 * 1000 * 1000,     /* after "no peer found" */
-	DIRECT_NOINFO_NS = 1000 * 1000,          /* after "no QP info" */
-};
-
-struct direct_mr {
-	uint32_t rkey;               /* 0: empty slot */
-	const struct srn_mrdir_entry *e; /* the target's entry, NULL: none */
-	uint32_t gen;                /* e's generation when read */
-	bool ok;                     /* key and PD matched at gen */
-	uint32_t access;             /* the MR's IBV_ACCESS_* */
-	uint64_t iova, length;       /* as the peer addresses it */
-	uint64_t vaddr;              /* owner's address of iova's byte */
-	char *map;                   /* iova's byte mapped here, or NULL */
-	uint64_t map_len;            /* bytes mapped from iova */
-	struct peer_memfd *mh;       /* the memfd mapping held, or NULL */
-};
-
-struct direct_qp {
-	bool off;                    /* not a same-host RC peer: never */
-	const _Atomic uint32_t *qgen; /* target slot's seqlock word */
-	bool have;                   /* gen/qp_ok hold a verdict */
-	uint32_t gen;                /* generation of that verdict */
-	bool qp_ok;                  /* target QP accepts us at gen */
-	uint64_t retry_at;           /* no info or no peer yet: look again then */
-	uint32_t access;             /* target QP's access flags */
-	uint32_t pd_handle;          /* target QP's PD */
-	struct peer *peer;           /* target context's memory */
-	int peer_pid;                /* whose (pid, MR directory nonce) */
-	uint32_t peer_nonce;
-	uint64_t alive_at;           /* next liveness check */
-	struct direct_mr mr[DIRECT_MRS];
-	unsigned int mr_next;        /* round-robin replacement */
-};
 
 /* ---- publishing (target side) -------------------------------------- */
 
@@ -87,6 +51,7 @@ void direct_publish(struct srn_rc_state *rc)
 	in.dfamily = (uint16_t)rc->peer.family;
 	in.dqpn = rc->dqpn;
 	memcpy(in.dip, rc->peer.ip, sizeof(in.dip));
+	direct_send_publish(qp, &in);
 	net_registry_publish(rc->eng->reg, rc->qpn, &in);
 }
 
@@ -121,6 +86,7 @@ void direct_qp_forget(struct srn_rc_state *rc)
 	if (!d)
 		return;
 	mr_cache_clear(d);
+	direct_send_forget(d);
 	peer_put(d->peer);
 	free(d);
 	rc->direct = NULL;
@@ -164,6 +130,7 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 	d->qp_ok = false;
 	d->have = false;
 	mr_cache_clear(d);
+	direct_send_forget(d);
 	if (net_registry_qpinfo(eng->reg, rc->dqpn, &in, &gen)) {
 		/* not (yet) published, or its owner runs with
 		 * SOFTRNIC_TRANSPORT=udp: packets meanwhile */
@@ -199,6 +166,10 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 	}
 	d->access = in.access;
 	d->pd_handle = in.pd_handle;
+	d->rq_memfd = in.rq_memfd;
+	d->rq_max_wr = in.rq_max_wr;
+	d->rq_ino = in.rq_ino;
+	d->rq_off = in.rq_off;
 	d->qp_ok = true;
 	srn_dbg(eng, "qp %u: direct: qpn %u of pid %d reachable in memory", rc->qpn, rc->dqpn,
 		in.pid);
@@ -206,7 +177,7 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 }
 
 /* Hot: does the target QP still accept direct operations from us? */
-static bool qp_check(struct srn_rc_state *rc, struct direct_qp *d)
+bool direct_qp_check(struct srn_rc_state *rc, struct direct_qp *d)
 {
 	uint64_t now = srn_now_ns();
 
@@ -267,7 +238,7 @@ static void mr_refresh(struct direct_qp *d, struct direct_mr *m)
 }
 
 /* Hot: the cached view of rkey, revalidated. */
-static struct direct_mr *mr_get(struct direct_qp *d, uint32_t rkey)
+struct direct_mr *direct_mr_get(struct direct_qp *d, uint32_t rkey)
 {
 	struct direct_mr *m;
 
@@ -289,8 +260,8 @@ static struct direct_mr *mr_get(struct direct_qp *d, uint32_t rkey)
 
 /* Where [va, va+len) of the MR is: *ptr mapped here, else *vaddr in the
  * owner (process_vm_*).  false if the responder would refuse it. */
-static bool mr_range(const struct direct_mr *m, uint64_t va, uint64_t len,
-		     unsigned int access, char **ptr, uint64_t *vaddr)
+bool direct_mr_range(const struct direct_mr *m, uint64_t va, uint64_t len,
+			     unsigned int access, char **ptr, uint64_t *vaddr)
 {
 	uint64_t off;
 
@@ -304,7 +275,7 @@ static bool mr_range(const struct direct_mr *m, uint64_t va, uint64_t len,
 	return true;
 }
 
-static void complete(struct srn_rc_state *rc, struct srn_send_wqe *w, enum srn_counter c)
+void direct_complete(struct srn_rc_state *rc, struct srn_send_wqe *w, enum srn_counter c)
 {
 	struct srn_qp *qp = rc->qp;
 
@@ -348,6 +319,18 @@ static void copy_in(const char *src, const struct iovec *iov, int n, bool may_ov
 	}
 }
 
+int direct_gather(struct srn_rc_state *rc, struct srn_send_wqe *w, struct iovec *iov)
+{
+	if (!w->length)
+		return 0;
+	if (w->send_flags & IBV_SEND_INLINE) {
+		iov[0].iov_base = w->inline_data;
+		iov[0].iov_len = w->length;
+		return 1;
+	}
+	return rc_sge_map(rc, rc->qp->pd, w->sge, w->num_sge, 0, w->length, 0, iov, SRN_MAX_SGE);
+}
+
 static bool do_write(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
 {
 	struct iovec iov[SRN_MAX_SGE];
@@ -357,21 +340,14 @@ static bool do_write(struct srn_rc_state *rc, struct direct_qp *d, struct srn_se
 	int n = 0;
 
 	if (len) {
-		m = mr_get(d, w->rkey);
-		if (!mr_range(m, w->remote_addr, len, IBV_ACCESS_REMOTE_WRITE, &dst, &vaddr))
+		m = direct_mr_get(d, w->rkey);
+		if (!direct_mr_range(m, w->remote_addr, len, IBV_ACCESS_REMOTE_WRITE, &dst, &vaddr))
 			return false;
 		if (!dst && (peer_is_self(d->peer) || !peer_vm_usable(d->peer)))
 			return false;
-		if (w->send_flags & IBV_SEND_INLINE) {
-			iov[0].iov_base = w->inline_data;
-			iov[0].iov_len = len;
-			n = 1;
-		} else {
-			n = rc_sge_map(rc, rc->qp->pd, w->sge, w->num_sge, 0, len, 0, iov,
-				       SRN_MAX_SGE);
-			if (n < 0)
-				return false; /* the packet path reports LOC_PROT_ERR */
-		}
+		n = direct_gather(rc, w, iov);
+		if (n < 0)
+			return false; /* the packet path reports LOC_PROT_ERR */
 		if (dst) {
 			copy_out(dst, iov, n, peer_is_self(d->peer));
 		} else {
@@ -380,7 +356,7 @@ static bool do_write(struct srn_rc_state *rc, struct direct_qp *d, struct srn_se
 			rc_count(rc, SRN_CNT_direct_vm);
 		}
 	}
-	complete(rc, w, SRN_CNT_direct_write);
+	direct_complete(rc, w, SRN_CNT_direct_write);
 	return true;
 }
 
@@ -393,8 +369,8 @@ static bool do_read(struct srn_rc_state *rc, struct direct_qp *d, struct srn_sen
 	int n;
 
 	if (len) {
-		m = mr_get(d, w->rkey);
-		if (!mr_range(m, w->remote_addr, len, IBV_ACCESS_REMOTE_READ, &src, &vaddr))
+		m = direct_mr_get(d, w->rkey);
+		if (!direct_mr_range(m, w->remote_addr, len, IBV_ACCESS_REMOTE_READ, &src, &vaddr))
 			return false;
 		if (!src && (peer_is_self(d->peer) || !peer_vm_usable(d->peer)))
 			return false;
@@ -410,7 +386,7 @@ static bool do_read(struct srn_rc_state *rc, struct direct_qp *d, struct srn_sen
 			rc_count(rc, SRN_CNT_direct_vm);
 		}
 	}
-	complete(rc, w, SRN_CNT_direct_read);
+	direct_complete(rc, w, SRN_CNT_direct_read);
 	return true;
 }
 
@@ -424,9 +400,9 @@ static bool do_atomic(struct srn_rc_state *rc, struct direct_qp *d, struct srn_s
 
 	if (w->remote_addr & 7)
 		return false; /* the responder's INV_REQ */
-	m = mr_get(d, w->rkey);
+	m = direct_mr_get(d, w->rkey);
 	/* process_vm_* is no atomic: without a mapping, packets do it */
-	if (!mr_range(m, w->remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC, &ptr, &vaddr) || !ptr ||
+	if (!direct_mr_range(m, w->remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC, &ptr, &vaddr) || !ptr ||
 	    ((uintptr_t)ptr & 7))
 		return false;
 	if (want_res && rc_sge_map(rc, rc->qp->pd, w->sge, 1, 0, 8, IBV_ACCESS_LOCAL_WRITE,
@@ -444,7 +420,7 @@ static bool do_atomic(struct srn_rc_state *rc, struct direct_qp *d, struct srn_s
 	}
 	if (want_res)
 		memcpy(res[0].iov_base, &orig, 8); /* host order, as the completer */
-	complete(rc, w, SRN_CNT_direct_atomic);
+	direct_complete(rc, w, SRN_CNT_direct_atomic);
 	return true;
 }
 
@@ -465,14 +441,21 @@ bool direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		need = IBV_ACCESS_REMOTE_ATOMIC;
 		break;
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		need = 0; /* a receive needs no remote access right */
+		break;
 	default:
 		return false;
 	}
 	d = direct_qp_get(rc);
 	if (!d)
 		return false;
-	if (w->length > SRN_MAX_MSG_SIZE || !qp_check(rc, d) || !(d->access & need)) {
+	if (w->length > SRN_MAX_MSG_SIZE || !direct_qp_check(rc, d) ||
+	    (need && !(d->access & need))) {
 		done = false;
+	} else if (!need) {
+		done = direct_send(rc, d, w);
 	} else if (w->opcode == IBV_WR_RDMA_WRITE) {
 		done = do_write(rc, d, w);
 	} else if (w->opcode == IBV_WR_RDMA_READ) {

@@ -4,6 +4,7 @@
 
 #include "transport/direct.h"
 #include "transport/rc.h"
+#include "verbs/shared_rings.h"
 
 enum ibv_wc_opcode rc_wc_opcode(enum ibv_wr_opcode op)
 {
@@ -54,34 +55,26 @@ void rc_flush_sq(struct srn_rc_state *rc)
 void rc_flush_rq(struct srn_rc_state *rc)
 {
 	struct srn_qp *qp = rc->qp;
+	struct ibv_wc wc = {
+		.status = IBV_WC_WR_FLUSH_ERR,
+		.opcode = IBV_WC_RECV,
+		.qp_num = rc->qpn,
+	};
 
-	if (qp->srq) {
-		/* a WQE already taken from the SRQ for a message in progress */
-		if (rc->srq_have) {
-			struct ibv_wc wc = {
-				.wr_id = rc->srq_wqe.wr_id,
-				.status = IBV_WC_WR_FLUSH_ERR,
-				.opcode = IBV_WC_RECV,
-				.qp_num = rc->qpn,
-			};
-
-			srn_cq_push(qp->recv_cq, &wc, false);
-			rc->srq_have = false;
-		}
-		rc->in_msg = RC_MSG_NONE;
-		return;
-	}
-	if (!qp->rq.wqe)
-		return;
-	for (; qp->rq.head != qp->rq.tail; qp->rq.head++) {
-		struct ibv_wc wc = {
-			.wr_id = rc_rq(qp, qp->rq.head)->wr_id,
-			.status = IBV_WC_WR_FLUSH_ERR,
-			.opcode = IBV_WC_RECV,
-			.qp_num = rc->qpn,
-		};
-
+	/* first a WQE already taken for a message in progress */
+	if (rc->rwqe_have) {
+		wc.wr_id = rc->rwqe.wr_id;
 		srn_cq_push(qp->recv_cq, &wc, false);
+		rc->rwqe_have = false;
+	}
+	/* an SRQ's WQEs are other QPs' too: they stay */
+	if (!qp->srq && qp->rqs) {
+		struct srn_recv_wqe r;
+
+		while (srn_rq_ring_take(qp->rqs, qp->rq.max_wr, &r) == 0) {
+			wc.wr_id = r.wr_id;
+			srn_cq_push(qp->recv_cq, &wc, false);
+		}
 	}
 	rc->in_msg = RC_MSG_NONE;
 }

@@ -99,8 +99,8 @@ struct srn_rc_state {
 	uint64_t wr_va;              /* RDMA WRITE in progress */
 	uint32_t wr_rkey, wr_len;
 	uint8_t min_rnr;             /* min_rnr_timer code */
-	struct srn_recv_wqe srq_wqe; /* taken from the SRQ for the message */
-	bool srq_have;               /* srq_wqe holds one */
+	struct srn_recv_wqe rwqe;    /* taken from the RQ or SRQ for the message */
+	bool rwqe_have;              /* rwqe holds one */
 	struct rc_replay *replay;    /* max_dest_rd_atomic entries */
 	uint32_t replay_n, replay_next;
 	/* responder: an ACK owed but held back (responder.c, "Deferred
@@ -108,6 +108,10 @@ struct srn_rc_state {
 	bool ack_pending;
 	uint32_t ack_psn, ack_first;
 	uint64_t ack_due;
+	/* requester: when its last run sent a packet.  A QP that sent
+	 * lately is likely to answer a request soon, and its held-back ACK
+	 * rides on that answer (requester_ack_rides). */
+	uint64_t req_tx_ns;
 
 	/* UD */
 	uint32_t qkey;               /* the QP's Q_Key (IBV_QP_QKEY) */
@@ -142,11 +146,6 @@ enum { UC_PACE_NS = 250 * 1000, UC_PACE_BYTES = 256 * 1024 };
 static inline struct srn_send_wqe *rc_sq(struct srn_qp *qp, uint32_t i)
 {
 	return &((struct srn_send_wqe *)qp->sq.wqe)[i % qp->sq.max_wr];
-}
-
-static inline struct srn_recv_wqe *rc_rq(struct srn_qp *qp, uint32_t i)
-{
-	return &((struct srn_recv_wqe *)qp->rq.wqe)[i % qp->rq.max_wr];
 }
 
 static inline bool rc_is_rd_atomic(const struct srn_send_wqe *w)
@@ -202,6 +201,10 @@ void rc_resolve_path(struct srn_rc_state *rc);
 void requester_run(struct srn_rc_state *rc);
 void requester_rewind(struct srn_rc_state *rc, uint32_t psn);
 void requester_arm_retry(struct srn_rc_state *rc);
+/* requester.c: at the end of an engine-thread receive batch, keep qp's
+ * held-back ACK for the application's answer (it then goes in the same
+ * GSO send; QP lock held)?  True: held, and a short deadline armed. */
+bool requester_ack_rides(struct srn_rc_state *rc);
 
 /* responder.c */
 void responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);

@@ -7,6 +7,7 @@
 
 #include "net/udp.h"
 #include "transport/rc.h"
+#include "verbs/shared_rings.h"
 
 #define RESP_STATES(X)                                                     \
 	X(CHECK_QP) X(CHECK_PSN) X(DUPLICATE) X(CHECK_OP_SEQ) X(CHECK_LEN)  \
@@ -274,28 +275,24 @@ void responder_push_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r,
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 	}
 	srn_cq_push(qp->recv_cq, &wc, pkt->se);
-	if (qp->srq)
-		rc->srq_have = false;
-	else
-		qp->rq.head++;
+	rc->rwqe_have = false;
 }
 
-/* The receive WQE the current message lands in: with an SRQ it is taken
- * (copied out) at the message's first use and kept in rc until the
- * completion; with a receive queue it stays at rq.head until then.
- * NULL: none posted (RNR). */
+/* The receive WQE the current message lands in: taken (copied out) from
+ * the SRQ or the RQ at the message's first use and kept in rc until the
+ * completion (a same-host peer may take from the RQ ring too).  NULL:
+ * none posted (RNR). */
 struct srn_recv_wqe *responder_recv_wqe(struct srn_rc_state *rc)
 {
 	struct srn_qp *qp = rc->qp;
 
-	if (qp->srq) {
-		if (!rc->srq_have && srn_srq_take(qp->srq, &rc->srq_wqe) == 0)
-			rc->srq_have = true;
-		return rc->srq_have ? &rc->srq_wqe : NULL;
+	if (!rc->rwqe_have) {
+		if (qp->srq)
+			rc->rwqe_have = srn_srq_take(qp->srq, &rc->rwqe) == 0;
+		else if (qp->rqs)
+			rc->rwqe_have = srn_rq_ring_take(qp->rqs, qp->rq.max_wr, &rc->rwqe) == 0;
 	}
-	if (!qp->rq.wqe || !qp->rq.max_wr || qp->rq.head == qp->rq.tail)
-		return NULL;
-	return rc_rq(qp, qp->rq.head);
+	return rc->rwqe_have ? &rc->rwqe : NULL;
 }
 
 static enum resp_state check_qp(struct srn_rc_state *rc, struct resp_pkt *p)

@@ -228,10 +228,7 @@ static void ud_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r, enum ibv
 		}
 	}
 	srn_cq_push(qp->recv_cq, &wc, k->se);
-	if (qp->srq)
-		rc->srq_have = false;
-	else
-		qp->rq.head++;
+	rc->rwqe_have = false;
 }
 
 void ud_rx(struct srn_rc_state *rc, const struct wire_pkt *k, const struct wire_l3 *l3,

@@ -3,9 +3,12 @@
  * ibv_start_poll/next_poll/end_poll path of ibv_cq_ex). */
 #include "verbs/datapath.h"
 #include "verbs/export.h"
+#include "verbs/shared_rings.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* wc_flags we can report: the standard set.  Timestamps, CVLAN, flow tag
  * and tag matching have no source in a software NIC. */
@@ -27,12 +30,54 @@ static struct srn_cq *cq_of_ex(struct ibv_cq_ex *c)
 	return srn_container_of(c, struct srn_cq, ibv);
 }
 
-static void cq_load_cur(struct srn_cq *cq)
+/* Monotonic nanoseconds (vDSO, no system call). */
+static uint64_t cq_now(void)
 {
-	cq->cur = cq->ring[cq->head & (cq->size - 1)];
-	cq->head++;
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A poll found nothing: run the engine inline (a recvmmsg, ~1 us here)?
+ * While same-host peers deliver into this CQ themselves, only every
+ * CQ_PROGRESS_GAP_NS: other traffic still arrives through the engine
+ * thread, and a system call per empty poll would dominate the latency. */
+enum {
+	CQ_PEER_RECENT_NS = 10 * 1000 * 1000,
+	CQ_PROGRESS_GAP_NS = 20 * 1000,
+};
+
+static void cq_progress(struct srn_cq *cq)
+{
+	uint64_t now = cq_now();
+
+	if (now - atomic_load_explicit(&cq->peer_ns, memory_order_relaxed) < CQ_PEER_RECENT_NS &&
+	    now - atomic_load_explicit(&cq->progress_ns, memory_order_relaxed) < CQ_PROGRESS_GAP_NS)
+		return;
+	atomic_store_explicit(&cq->progress_ns, now, memory_order_relaxed);
+	srn_transport_progress(srn_ctx(cq->ibv.context));
+}
+
+static void cq_saw_peer(struct srn_cq *cq)
+{
+	atomic_store_explicit(&cq->peer_ns, cq_now(), memory_order_relaxed);
+}
+
+/* Next completion into cq->cur (lock held); false if none. */
+static bool cq_load_cur(struct srn_cq *cq)
+{
+	struct srn_cqe_slot *s = srn_cq_ring_peek(cq->ring, cq->size);
+
+	if (!s)
+		return false;
+	cq->cur = s->wc;
+	if (s->flags & SRN_CQE_PEER)
+		cq_saw_peer(cq);
+	srn_cq_ring_pop(cq->ring);
 	cq->ibv.wr_id = cq->cur.wr_id;
 	cq->ibv.status = cq->cur.status;
+	return true;
 }
 
 static int cq_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
@@ -42,28 +87,22 @@ static int cq_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	if (attr && attr->comp_mask)
 		return EINVAL;
 	pthread_mutex_lock(&cq->lock);
-	if (cq->head == cq->tail) {
+	if (!cq_load_cur(cq)) {
 		/* Empty: let the engine run inline once, then look again. */
 		pthread_mutex_unlock(&cq->lock);
-		srn_transport_progress(srn_ctx(c->context));
+		cq_progress(cq);
 		pthread_mutex_lock(&cq->lock);
-		if (cq->head == cq->tail) {
+		if (!cq_load_cur(cq)) {
 			pthread_mutex_unlock(&cq->lock);
 			return ENOENT; /* end_poll must not be called */
 		}
 	}
-	cq_load_cur(cq); /* the lock stays held until end_poll */
-	return 0;
+	return 0; /* the lock stays held until end_poll */
 }
 
 static int cq_next_poll(struct ibv_cq_ex *c)
 {
-	struct srn_cq *cq = cq_of_ex(c);
-
-	if (cq->head == cq->tail)
-		return ENOENT;
-	cq_load_cur(cq);
-	return 0;
+	return cq_load_cur(cq_of_ex(c)) ? 0 : ENOENT;
 }
 
 static void cq_end_poll(struct ibv_cq_ex *c)
@@ -114,12 +153,17 @@ static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
 		return NULL;
 	}
 	cq->size = round_pow2(cqe);
-	cq->ring = calloc(cq->size, sizeof(*cq->ring));
+	/* Shared with same-host peers only where they may add to it: a
+	 * completion channel needs our engine to fire it. */
+	cq->ring = srn_rings_alloc(channel ? NULL : ctx, srn_cq_ring_bytes(cq->size),
+				   &cq->share);
 	if (!cq->ring) {
 		free(cq);
 		errno = ENOMEM;
 		return NULL;
 	}
+	cq->ring->magic = SRN_RINGS_MAGIC;
+	cq->ring->size = cq->size;
 	pthread_mutex_init(&cq->lock, NULL);
 	atomic_init(&cq->users, 0);
 	cq->wc_flags = wc_flags;
@@ -198,35 +242,80 @@ struct ibv_cq_ex *srn_create_cq_ex(struct ibv_context *context,
 	return cq ? &cq->ibv : NULL;
 }
 
+/* Stop new reservations in r and wait (bounded) for the reserved ones to
+ * be written; one never written (its producer died) is marked skipped. */
+static void cq_ring_close(struct srn_cq_ring *r, uint32_t size)
+{
+	uint64_t p = atomic_fetch_or(&r->prod, SRN_CQ_CLOSED) & ~SRN_CQ_CLOSED;
+	uint64_t c = atomic_load(&r->cons);
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (uint64_t i = c; i < p; i++) {
+		struct srn_cqe_slot *s = &r->ent[i & (size - 1)];
+
+		while (atomic_load_explicit(&s->seq, memory_order_acquire) != (uint32_t)(i + 1)) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) >
+			    100 * 1000 * 1000L) {
+				srn_cq_ring_publish(r, size, i, NULL, 0);
+				break;
+			}
+			sched_yield();
+		}
+	}
+}
+
 /* Resizes cq to at least cqe entries, keeping its completions.  EINVAL if
- * cqe is out of range or below the number of completions waiting. */
+ * cqe is out of range or below the number of completions waiting.  The
+ * new ring is this process's only: peers that filled the old one go back
+ * to packets for QPs completing here. */
 SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
+	struct srn_cq_ring *ring, *old;
+	struct srn_mr_share *new_share;
+	struct srn_cqe_slot *s;
 	struct srn_cq *cq;
-	struct ibv_wc *ring;
-	uint32_t size, n, i;
+	uint32_t size, n = 0, old_size;
+	uint64_t p;
 
 	if (!ibcq || cqe < 1 || cqe > SRN_MAX_CQE)
 		return EINVAL;
 	cq = srn_cq(ibcq);
 	size = round_pow2((uint32_t)cqe);
-	ring = calloc(size, sizeof(*ring));
-	if (!ring)
-		return ENOMEM;
 	pthread_mutex_lock(&cq->lock);
-	n = cq->tail - cq->head;
-	if ((uint32_t)cqe < n) {
+	old = cq->ring;
+	old_size = cq->size;
+	ring = srn_rings_alloc(NULL, srn_cq_ring_bytes(size), &new_share);
+	if (!ring) {
 		pthread_mutex_unlock(&cq->lock);
-		free(ring);
+		return ENOMEM;
+	}
+	ring->magic = SRN_RINGS_MAGIC;
+	ring->size = size;
+	/* closed first: then nothing can arrive between counting and copying */
+	cq_ring_close(old, old_size);
+	p = atomic_load(&old->prod) & ~SRN_CQ_CLOSED;
+	if ((uint64_t)cqe < p - atomic_load(&old->cons)) {
+		atomic_fetch_and(&old->prod, ~SRN_CQ_CLOSED);
+		pthread_mutex_unlock(&cq->lock);
+		srn_rings_free(ring, srn_cq_ring_bytes(size), new_share);
 		return EINVAL;
 	}
-	for (i = 0; i < n; i++)
-		ring[i] = cq->ring[(cq->head + i) & (cq->size - 1)];
-	free(cq->ring);
+	while ((s = srn_cq_ring_peek(old, old_size)) && n < size) {
+		srn_cq_ring_publish(ring, size, n++, &s->wc, s->flags);
+		srn_cq_ring_pop(old);
+	}
+	atomic_store(&ring->prod, n);
+	if (cq->share && !cq->closed) {
+		cq->closed = old;
+		cq->closed_share = cq->share;
+	} else {
+		srn_rings_free(old, srn_cq_ring_bytes(old_size), cq->share);
+	}
 	cq->ring = ring;
+	cq->share = NULL;
 	cq->size = size;
-	cq->head = 0;
-	cq->tail = n;
 	cq->ibv.cqe = (int)size;
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
@@ -261,7 +350,10 @@ SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	pthread_cond_destroy(&ibcq->cond);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_mutex_destroy(&cq->lock);
-	free(cq->ring);
+	cq_ring_close(cq->ring, cq->size);
+	srn_rings_free(cq->ring, srn_cq_ring_bytes(cq->size), cq->share);
+	if (cq->closed)
+		srn_rings_free(cq->closed, srn_cq_ring_bytes(cq->closed->size), cq->closed_share);
 	free(cq);
 	return 0;
 }
@@ -272,12 +364,18 @@ static int cq_take(struct srn_cq *cq, int n, struct ibv_wc *wc)
 {
 	int got = 0;
 
+	struct srn_cqe_slot *s;
+	bool peer = false;
+
 	pthread_mutex_lock(&cq->lock);
-	while (got < n && cq->head != cq->tail) {
-		wc[got++] = cq->ring[cq->head & (cq->size - 1)];
-		cq->head++;
+	while (got < n && (s = srn_cq_ring_peek(cq->ring, cq->size))) {
+		wc[got++] = s->wc;
+		peer |= s->flags & SRN_CQE_PEER;
+		srn_cq_ring_pop(cq->ring);
 	}
 	pthread_mutex_unlock(&cq->lock);
+	if (peer)
+		cq_saw_peer(cq);
 	return got;
 }
 
@@ -294,7 +392,7 @@ int srn_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		return 0;
 	got = cq_take(cq, num_entries, wc);
 	if (got == 0) {
-		srn_transport_progress(srn_ctx(ibcq->context));
+		cq_progress(cq);
 		got = cq_take(cq, num_entries, wc);
 	}
 	return got;
@@ -319,9 +417,10 @@ int srn_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	bool raise = false, fire = false;
+	uint64_t idx;
 
 	pthread_mutex_lock(&cq->lock);
-	if (cq->tail - cq->head >= cq->size) {
+	if (srn_cq_ring_reserve(cq->ring, cq->size, &idx)) {
 		/* IBTA 11.4.2.1: overrun puts the CQ in error; say it once. */
 		raise = !cq->overrun;
 		cq->overrun = true;
@@ -336,8 +435,7 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 		}
 		return -ENOSPC;
 	}
-	cq->ring[cq->tail & (cq->size - 1)] = *wc;
-	cq->tail++;
+	srn_cq_ring_publish(cq->ring, cq->size, idx, wc, 0);
 	/* IBTA 11.4.2.2: a solicited-only arm fires on a solicited or an
 	 * error completion. */
 	if (cq->armed == 1 ||

@@ -3,6 +3,7 @@
  * searches by QPN for every incoming packet.  modify_qp is qp_state.c,
  * posting is qp_post.c and qp_wr.c. */
 #include "verbs/datapath.h"
+#include "verbs/shared_rings.h"
 #include "verbs/export.h"
 
 #include <stdlib.h>
@@ -157,7 +158,8 @@ static void qp_free(struct srn_qp *qp)
 	pthread_mutex_destroy(&qp->ex.qp_base.mutex);
 	pthread_mutex_destroy(&qp->lock);
 	free(qp->sq.wqe);
-	free(qp->rq.wqe);
+	if (qp->rqs)
+		srn_rings_free(qp->rqs, srn_rq_ring_bytes(qp->rq.max_wr), qp->rq_share);
 	free(qp);
 }
 
@@ -198,7 +200,18 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		qp->rq.max_wr = round_pow2(a->cap.max_recv_wr ? a->cap.max_recv_wr : 1);
 		qp->rq.max_sge = a->cap.max_recv_sge;
 		qp->cap.max_recv_wr = qp->rq.max_wr;
-		qp->rq.wqe = calloc(qp->rq.max_wr, sizeof(struct srn_recv_wqe));
+		/* a ring a same-host peer can take from (verbs/shared_rings.h)
+		 * when it is an RC QP whose receive CQ it can complete into */
+		qp->rqs = srn_rings_alloc(a->qp_type == IBV_QPT_RC &&
+						  a->recv_cq && srn_cq(a->recv_cq)->share ?
+					  srn_ctx(context) : NULL,
+					  srn_rq_ring_bytes(qp->rq.max_wr), &qp->rq_share);
+		if (qp->rqs) {
+			qp->rqs->magic = SRN_RINGS_MAGIC;
+			qp->rqs->max_wr = qp->rq.max_wr;
+			qp->rqs->max_sge = qp->rq.max_sge;
+			qp->rq.wqe = qp->rqs->wqe;
+		}
 	}
 	qp->sq.wqe = calloc(qp->sq.max_wr, sizeof(struct srn_send_wqe));
 	if (!qp->sq.wqe || (!a->srq && !qp->rq.wqe)) {

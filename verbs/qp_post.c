@@ -4,6 +4,7 @@
  * transport.  On failure *bad_wr is the first WR not posted; those before
  * it are posted. */
 #include "verbs/datapath.h"
+#include "verbs/shared_rings.h"
 
 #include <string.h>
 
@@ -156,28 +157,55 @@ static int wqe_from_wr(const struct srn_qp *qp, struct srn_send_wqe *w,
 	return 0;
 }
 
-int srn_wq_post_recv(struct srn_wq *wq, uint32_t max_sge, const struct ibv_recv_wr *wr)
+/* Checks wr against max_sge and the message size limit and fills r. */
+static int recv_wqe_fill(struct srn_recv_wqe *r, uint32_t max_sge, const struct ibv_recv_wr *wr)
 {
-	struct srn_recv_wqe *r;
 	uint64_t len = 0;
 
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge ||
 	    (wr->num_sge && !wr->sg_list))
 		return EINVAL;
-	if (wq->tail - wq->head >= wq->max_wr)
-		return ENOMEM;
 	for (int i = 0; i < wr->num_sge; i++)
 		len += wr->sg_list[i].length;
 	if (len > SRN_MAX_MSG_SIZE)
 		return EINVAL;
-	r = srn_wq_recv_slot(wq, wq->tail);
 	r->wr_id = wr->wr_id;
 	r->num_sge = (uint32_t)wr->num_sge;
 	if (wr->num_sge)
 		memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(r->sge[0]));
 	r->length = len;
-	wq->tail++;
 	return 0;
+}
+
+int srn_wq_post_recv(struct srn_wq *wq, uint32_t max_sge, const struct ibv_recv_wr *wr)
+{
+	int err;
+
+	if (wq->tail - wq->head >= wq->max_wr)
+		return ENOMEM;
+	err = recv_wqe_fill(srn_wq_recv_slot(wq, wq->tail), max_sge, wr);
+	if (!err)
+		wq->tail++;
+	return err;
+}
+
+/* A QP's RQ: the same, on its ring (the slot at tail is no taker's until
+ * tail moves past it; the release store publishes it). */
+static int rq_post_recv(struct srn_qp *qp, const struct ibv_recv_wr *wr)
+{
+	struct srn_rq_ring *r = qp->rqs;
+	uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	int err;
+
+	if (t - qp->rq_head_seen >= qp->rq.max_wr) {
+		qp->rq_head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
+		if (t - qp->rq_head_seen >= qp->rq.max_wr)
+			return ENOMEM;
+	}
+	err = recv_wqe_fill(&r->wqe[t & (qp->rq.max_wr - 1)], qp->cap.max_recv_sge, wr);
+	if (!err)
+		atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+	return err;
 }
 
 int srn_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
@@ -223,10 +251,10 @@ int srn_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 	pthread_mutex_lock(&qp->lock);
 	/* Receives may be posted from INIT on; a QP on an SRQ has no RQ. */
-	if (ibqp->state == IBV_QPS_RESET || qp->srq || !qp->rq.wqe)
+	if (ibqp->state == IBV_QPS_RESET || qp->srq || !qp->rqs)
 		err = EINVAL;
 	for (; wr && !err; wr = wr->next) {
-		err = srn_wq_post_recv(&qp->rq, qp->cap.max_recv_sge, wr);
+		err = rq_post_recv(qp, wr);
 		if (err)
 			break;
 		posted++;

@@ -5,6 +5,7 @@
  * a call that breaks either rule, or passes a value out of range, fails
  * with EINVAL and changes nothing. */
 #include "verbs/datapath.h"
+#include "verbs/shared_rings.h"
 #include "verbs/export.h"
 
 #include <string.h>
@@ -329,7 +330,8 @@ static void apply_attrs(struct ibv_qp_attr *dst, const struct ibv_qp_attr *src,
 static void qp_reset(struct srn_qp *qp)
 {
 	qp->sq.head = qp->sq.next = qp->sq.tail = 0;
-	qp->rq.head = qp->rq.next = qp->rq.tail = 0;
+	if (qp->rqs) /* empty: tail back to head (counters run freely) */
+		atomic_store(&qp->rqs->tail, atomic_load(&qp->rqs->head));
 	qp->wr_pending = 0;
 	memset(&qp->a, 0, sizeof(qp->a));
 	qp->a.attr.cap = qp->cap;

@@ -75,6 +75,9 @@ enum ibv_mtu srn_dev_active_mtu(const struct srn_device *dev);
 
 struct srn_engine;   /* transport/engine.h: packet I/O and timers */
 struct srn_async;    /* verbs/async.c: async event queue behind async_fd */
+struct srn_cq_ring;  /* verbs/shared_rings.h: CQ and RQ rings a peer may fill */
+struct srn_rq_ring;
+struct srn_mr_share; /* verbs/mr_share.h: memfd backing */
 
 struct srn_context {
 	struct verbs_context vctx;   /* ibv_context is vctx.context */
@@ -143,10 +146,16 @@ enum srn_mr_check srn_mr_resolve(struct srn_context *ctx, struct srn_pd *pd,
 
 struct srn_cq {
 	struct ibv_cq_ex ibv;        /* first fields are a struct ibv_cq */
-	pthread_mutex_t lock;        /* guards the ring and arming */
-	struct ibv_wc *ring;         /* completions, size entries */
+	pthread_mutex_t lock;        /* guards consuming, resizing, arming */
+	struct srn_cq_ring *ring;    /* completions (verbs/shared_rings.h) */
+	struct srn_mr_share *share;  /* the ring's memfd backing; NULL: private */
 	uint32_t size;               /* ring capacity (>= cqe requested) */
-	uint32_t head, tail;         /* consumer and producer counters */
+	struct srn_cq_ring *closed;  /* a shared ring replaced by resize: peers
+				      * may still look at it, so it stays
+				      * (closed) until destroy */
+	struct srn_mr_share *closed_share;
+	_Atomic uint64_t peer_ns;    /* last completion a same-host peer added */
+	_Atomic uint64_t progress_ns; /* last inline engine run from a poll */
 	int armed;                   /* 0, or 1 = any, 2 = solicited only */
 	bool overrun;                /* a completion was lost: CQ in error */
 	atomic_uint users;           /* QPs and SRQs using it (EBUSY) */
@@ -225,7 +234,14 @@ struct srn_qp {
 	struct ibv_qp_cap cap;       /* as granted */
 	bool sq_sig_all;
 	struct srn_wq sq;            /* struct srn_send_wqe */
-	struct srn_wq rq;            /* struct srn_recv_wqe */
+	struct srn_wq rq;            /* struct srn_recv_wqe: wqe, max_wr and
+				      * max_sge; head and tail are rqs's */
+	struct srn_rq_ring *rqs;     /* RQ ring (verbs/shared_rings.h); NULL
+				      * with an SRQ */
+	struct srn_mr_share *rq_share; /* rqs's memfd backing; NULL: private */
+	uint32_t rq_head_seen;       /* rqs->head as post_recv last read it:
+				      * re-read only when that looks full, so
+				      * the line stays with the peer taking */
 	struct srn_send_wqe *wr_cur; /* ibv_wr_* API: WQE being built */
 	int wr_err;                  /* ibv_wr_* API: first error in batch */
 	uint32_t wr_pending;         /* ibv_wr_* API: WQEs built since wr_start

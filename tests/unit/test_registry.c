@@ -107,7 +107,7 @@ int main(void)
 	{
 		char path[128];
 
-		snprintf(path, sizeof(path), "/dev/shm/softrnic-%s-v2", dev);
+		snprintf(path, sizeof(path), "/dev/shm/softrnic-%s-v3", dev);
 		unlink(path);
 	}
 	printf("%s\n", failures ? "FAILED" : "PASS");

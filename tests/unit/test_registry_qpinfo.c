@@ -64,7 +64,7 @@ int main(void)
 	pid_t child;
 
 	snprintf(dev, sizeof(dev), "testqi%d", (int)getpid());
-	snprintf(path, sizeof(path), "/dev/shm/softrnic-%s-v2", dev);
+	snprintf(path, sizeof(path), "/dev/shm/softrnic-%s-v3", dev);
 	alarm(60);
 	reg = net_registry_open(dev);
 	if (!reg) {

@@ -1,0 +1,90 @@
+/* transport/direct_priv: what direct.c (RDMA WRITE/READ/atomics) and
+ * direct_send.c (SEND) share: the initiator's cached view of its target. */
+#ifndef TRANSPORT_DIRECT_PRIV_H
+#define TRANSPORT_DIRECT_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "transport/engine.h"
+#include "transport/peer_map.h"
+
+struct srn_rc_state;
+struct srn_send_wqe;
+struct srn_rq_ring;
+struct srn_cq_ring;
+
+enum {
+	DIRECT_MRS = 4,                          /* rkeys cached per QP */
+	DIRECT_ALIVE_NS = 10 * 1000 * 1000,      /* peer liveness re-check */
+	DIRECT_RETRY_NS = 100 * 1000 * 1000,     /* after "no peer found" */
+	DIRECT_NOINFO_NS = 1000 * 1000,          /* after "no QP info" */
+};
+
+struct direct_mr {
+	uint32_t rkey;               /* 0: empty slot */
+	const struct srn_mrdir_entry *e; /* the target's entry, NULL: none */
+	uint32_t gen;                /* e's generation when read */
+	bool ok;                     /* key and PD matched at gen */
+	uint32_t access;             /* the MR's IBV_ACCESS_* */
+	uint64_t iova, length;       /* as the peer addresses it */
+	uint64_t vaddr;              /* owner's address of iova's byte */
+	char *map;                   /* iova's byte mapped here, or NULL */
+	uint64_t map_len;            /* bytes mapped from iova */
+	struct peer_memfd *mh;       /* the memfd mapping held, or NULL */
+};
+
+struct direct_qp {
+	bool off;                    /* not a same-host RC peer: never */
+	const _Atomic uint32_t *qgen; /* target slot's seqlock word */
+	bool have;                   /* gen/qp_ok hold a verdict */
+	uint32_t gen;                /* generation of that verdict */
+	bool qp_ok;                  /* target QP accepts us at gen */
+	uint64_t retry_at;           /* no info or no peer yet: look again then */
+	uint32_t access;             /* target QP's access flags */
+	uint32_t pd_handle;          /* target QP's PD */
+	struct peer *peer;           /* target context's memory */
+	int peer_pid;                /* whose (pid, MR directory nonce) */
+	uint32_t peer_nonce;
+	uint64_t alive_at;           /* next liveness check */
+	struct direct_mr mr[DIRECT_MRS];
+	unsigned int mr_next;        /* round-robin replacement */
+	/* the target's receive side, as published at gen (direct_send.c) */
+	int32_t rq_memfd;            /* rq_off 0: SENDs go as packets */
+	uint32_t rq_max_wr;
+	uint64_t rq_ino, rq_off;
+	struct peer_memfd *rq_mh;    /* memfd mapping holding rq and cq */
+	struct srn_rq_ring *rq;      /* mapped; NULL until first SEND */
+	struct srn_cq_ring *cq;      /* its receive CQ's ring */
+	uint32_t cq_size;
+	uint64_t cq_cons;            /* cq's cons as last read (<= the real one) */
+	uint32_t rq_tail;            /* rq's tail as last read (<= the real one) */
+};
+
+/* direct.c, hot: does the target QP still accept direct operations? */
+bool direct_qp_check(struct srn_rc_state *rc, struct direct_qp *d);
+/* direct.c, hot: the cached view of key (an rkey, or a receive lkey). */
+struct direct_mr *direct_mr_get(struct direct_qp *d, uint32_t key);
+/* direct.c: where [va, va+len) of m is (*ptr mapped here, else *vaddr in
+ * the owner); false if the responder would refuse it. */
+bool direct_mr_range(const struct direct_mr *m, uint64_t va, uint64_t len,
+		     unsigned int access, char **ptr, uint64_t *vaddr);
+/* direct.c: w's payload (inline or its SGEs) as iovecs into iov
+ * (SRN_MAX_SGE): their count, or < 0 if an SGE fails the local checks. */
+int direct_gather(struct srn_rc_state *rc, struct srn_send_wqe *w, struct iovec *iov);
+/* direct.c: w is done: its WC if signaled, the SQ moves on, c counted. */
+void direct_complete(struct srn_rc_state *rc, struct srn_send_wqe *w, enum srn_counter c);
+
+/* direct_send.c: SEND / SEND with immediate straight into the target's
+ * posted receive buffer and receive CQ; false: nothing changed. */
+bool direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w);
+/* direct_send.c, target side: where our RQ ring is, into *in (rq_off 0
+ * when SENDs must come as packets). */
+struct srn_qp;
+struct net_reg_qpinfo;
+void direct_send_publish(struct srn_qp *qp, struct net_reg_qpinfo *in);
+/* direct_send.c: let go of the target's rings (its info changed). */
+void direct_send_forget(struct direct_qp *d);
+
+#endif

@@ -1,0 +1,231 @@
+/* transport/direct_send: a SEND to a same-host QP delivered by the sender
+ * (DESIGN.md "Same host"): it takes the oldest receive WQE the target
+ * posted, copies the message into that WQE's buffers and adds the
+ * completion to the target's receive CQ, all in the target's rings
+ * (verbs/shared_rings.h) mapped here.  No packet, no ACK, no work for the
+ * target's CPU: the target sees the completion at its next poll.
+ *
+ * Only when the target published its rings: an RC QP without SRQ whose
+ * receive CQ has no completion channel (waking a sleeper needs the
+ * target's engine; those SENDs go as packets).  Every check the responder
+ * would make comes first (a WQE posted, its lkeys in the QP's PD with
+ * local write access, room for the message, room in the CQ); any failure
+ * leaves the WQE to the packet path, which answers as the protocol says
+ * (RNR NAK, a length or protection error).
+ *
+ * Order of the claims: a CQ entry first, then the receive WQE, so a taken
+ * WQE always completes; an entry reserved for nothing is published as
+ * skipped.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/registry.h"
+#include "transport/direct_priv.h"
+#include "transport/rc.h"
+#include "verbs/mr_share.h"
+#include "verbs/shared_rings.h"
+
+enum { SEND_TAKE_TRIES = 4 }; /* lost races for the WQE before giving up */
+
+/* ---- target side ------------------------------------------------------- */
+
+void direct_send_publish(struct srn_qp *qp, struct net_reg_qpinfo *in)
+{
+	struct srn_cq *cq = qp->recv_cq;
+	int fd;
+
+	in->rq_off = 0;
+	if (qp->srq || !qp->rqs || !qp->rq_share || !cq || !cq->share || cq->ibv.channel)
+		return;
+	fd = srn_mr_share_fd(qp->rq_share);
+	if (fd < 0 || fd != srn_mr_share_fd(cq->share))
+		return;
+	/* where the peer completes into; written before the info is */
+	qp->rqs->cq_off = srn_mr_share_offset(cq->share, (uintptr_t)cq->ring);
+	qp->rqs->cq_size = cq->size;
+	atomic_store(&qp->rqs->open, 1);
+	in->rq_memfd = fd;
+	in->rq_max_wr = qp->rq.max_wr;
+	in->rq_ino = srn_mr_share_ino(qp->rq_share);
+	in->rq_off = srn_mr_share_offset(qp->rq_share, (uintptr_t)qp->rqs);
+}
+
+/* ---- initiator side ----------------------------------------------------- */
+
+void direct_send_forget(struct direct_qp *d)
+{
+	if (d->rq_mh)
+		peer_unmap_memfd(d->peer, d->rq_mh);
+	d->rq_mh = NULL;
+	d->rq = NULL;
+	d->cq = NULL;
+}
+
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* Map the target's RQ and CQ rings as published; false if there are none
+ * or what is there does not hold together (never trusted blindly). */
+static bool rings_attach(struct direct_qp *d)
+{
+	struct srn_rq_ring *rq;
+	struct srn_cq_ring *cq;
+	uint64_t size, cq_off;
+	uint32_t cq_size;
+	char *base;
+
+	if (d->rq)
+		return true;
+	if (!d->rq_off || d->rq_memfd < 0 || !pow2(d->rq_max_wr) ||
+	    d->rq_max_wr > SRN_MAX_QP_WR)
+		return false;
+	d->rq_mh = peer_map_memfd(d->peer, d->rq_memfd, d->rq_ino, &base, &size);
+	if (!d->rq_mh)
+		goto fail;
+	if (d->rq_off > size || srn_rq_ring_bytes(d->rq_max_wr) > size - d->rq_off)
+		goto fail;
+	rq = (struct srn_rq_ring *)(base + d->rq_off);
+	cq_off = rq->cq_off;
+	cq_size = rq->cq_size;
+	if (rq->magic != SRN_RINGS_MAGIC || rq->max_wr != d->rq_max_wr ||
+	    !atomic_load(&rq->open) || !pow2(cq_size) || cq_size > SRN_MAX_CQE ||
+	    (cq_off & 63) || cq_off > size || srn_cq_ring_bytes(cq_size) > size - cq_off)
+		goto fail;
+	cq = (struct srn_cq_ring *)(base + cq_off);
+	if (cq->magic != SRN_RINGS_MAGIC || cq->size != cq_size)
+		goto fail;
+	d->rq = rq;
+	d->cq = cq;
+	d->cq_size = cq_size;
+	d->cq_cons = 0;
+	d->rq_tail = atomic_load(&rq->head);
+	return true;
+fail:
+	direct_send_forget(d);
+	d->rq_off = 0; /* not again until the target republishes */
+	return false;
+}
+
+/* The target's buffers for len bytes of receive WQE r, mapped here, into
+ * dst: their count, or -1 where the responder would not accept them. */
+static int recv_map(struct direct_qp *d, const struct srn_recv_wqe *r, uint64_t len,
+		    struct iovec *dst)
+{
+	uint32_t nsge = r->num_sge;
+	int n = 0;
+
+	if (nsge > SRN_MAX_SGE)
+		return -1;
+	for (uint32_t i = 0; i < nsge && len; i++) {
+		const struct ibv_sge *g = &r->sge[i];
+		uint64_t take = g->length < len ? g->length : len, vaddr;
+		char *ptr;
+
+		if (!take)
+			continue;
+		if (!direct_mr_range(direct_mr_get(d, g->lkey), g->addr, take,
+				     IBV_ACCESS_LOCAL_WRITE, &ptr, &vaddr) || !ptr)
+			return -1;
+		dst[n].iov_base = ptr;
+		dst[n].iov_len = take;
+		n++;
+		len -= take;
+	}
+	return len ? -1 : n; /* too long for the buffers: the responder's error */
+}
+
+/* Copy the gather list src into the scatter list dst (same total). */
+static void scatter(const struct iovec *src, int ns, const struct iovec *dst, int nd,
+		    bool may_overlap)
+{
+	size_t so = 0, dof = 0;
+	int i = 0, j = 0;
+
+	while (i < ns && j < nd) {
+		size_t a = src[i].iov_len - so, b = dst[j].iov_len - dof, k = a < b ? a : b;
+		char *to = (char *)dst[j].iov_base + dof;
+		const char *from = (const char *)src[i].iov_base + so;
+
+		if (may_overlap)
+			memmove(to, from, k);
+		else
+			memcpy(to, from, k);
+		so += k;
+		dof += k;
+		if (so == src[i].iov_len) {
+			i++;
+			so = 0;
+		}
+		if (dof == dst[j].iov_len) {
+			j++;
+			dof = 0;
+		}
+	}
+}
+
+bool direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
+{
+	struct iovec src[SRN_MAX_SGE], dst[SRN_MAX_SGE];
+	struct srn_recv_wqe r;
+	uint64_t len = w->length, idx;
+	struct srn_rq_ring *rq;
+	struct ibv_wc wc;
+	int ns, nd = -1;
+
+	if (!rings_attach(d) || !atomic_load_explicit(&d->rq->open, memory_order_relaxed))
+		return false;
+	rq = d->rq;
+	ns = direct_gather(rc, w, src);
+	if (ns < 0)
+		return false; /* the packet path reports LOC_PROT_ERR */
+	if (srn_cq_ring_reserve_cached(d->cq, d->cq_size, &d->cq_cons, &idx))
+		return false; /* full or closed: the packet path meets it */
+	for (int t = 0; t < SEND_TAKE_TRIES; t++) {
+		uint32_t h = atomic_load_explicit(&rq->head, memory_order_acquire);
+		const struct srn_recv_wqe *slot = &rq->wqe[h & (d->rq_max_wr - 1)];
+
+		/* tail is read (a cache miss) only when the copy runs out */
+		if ((int32_t)(d->rq_tail - h) <= 0) {
+			d->rq_tail = atomic_load_explicit(&rq->tail, memory_order_acquire);
+			if ((int32_t)(d->rq_tail - h) <= 0)
+				break; /* none posted: RNR is the packet path's */
+		}
+		/* what is used of it: not all SRN_MAX_SGE entries */
+		r.wr_id = slot->wr_id;
+		r.num_sge = slot->num_sge;
+		if (r.num_sge > SRN_MAX_SGE)
+			break;
+		memcpy(r.sge, slot->sge, r.num_sge * sizeof(r.sge[0]));
+		nd = recv_map(d, &r, len, dst);
+		if (nd < 0)
+			break;
+		if (atomic_compare_exchange_strong_explicit(&rq->head, &h, h + 1,
+							    memory_order_acq_rel,
+							    memory_order_relaxed))
+			goto take;
+		nd = -1; /* the target's own engine took it first */
+	}
+	srn_cq_ring_publish(d->cq, d->cq_size, idx, NULL, SRN_CQE_PEER);
+	return false;
+
+take:
+	scatter(src, ns, dst, nd, peer_is_self(d->peer));
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = r.wr_id;
+	wc.status = IBV_WC_SUCCESS;
+	wc.opcode = IBV_WC_RECV;
+	wc.byte_len = (uint32_t)len;
+	wc.qp_num = rc->dqpn;
+	wc.src_qp = rc->qpn;
+	if (w->opcode == IBV_WR_SEND_WITH_IMM) {
+		wc.imm_data = w->imm_data;
+		wc.wc_flags = IBV_WC_WITH_IMM;
+	}
+	/* the release store makes the data visible before the completion */
+	srn_cq_ring_publish(d->cq, d->cq_size, idx, &wc, SRN_CQE_PEER);
+	direct_complete(rc, w, SRN_CNT_direct_send);
+	return true;
+}

@@ -1,0 +1,43 @@
+/* verbs/shared_rings: where CQ and RQ rings live (see shared_rings.h). */
+#include "verbs/shared_rings.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "verbs/mr_dir.h"
+#include "verbs/mr_share.h"
+
+static size_t page_round(size_t bytes)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (bytes + pg - 1) & ~(pg - 1);
+}
+
+void *srn_rings_alloc(struct srn_context *ctx, size_t bytes, struct srn_mr_share **share)
+{
+	void *b;
+
+	*share = NULL;
+	/* whole pages of private anonymous memory: what mr_share can
+	 * re-back, and zeroed */
+	b = mmap(NULL, page_round(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (b == MAP_FAILED) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* Unshared rings work as well, for this process only. */
+	if (ctx && srn_mrdir_active(ctx))
+		*share = srn_mr_share_get(b, bytes);
+	return b;
+}
+
+void srn_rings_free(void *block, size_t bytes, struct srn_mr_share *share)
+{
+	if (!block)
+		return;
+	srn_mr_share_put(share);
+	munmap(block, page_round(bytes));
+}

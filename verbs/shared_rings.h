@@ -1,0 +1,197 @@
+/* verbs/shared_rings: a CQ's completions and a QP's receive queue laid
+ * out so that a same-host peer can deliver a SEND itself (DESIGN.md "Same
+ * host"; transport/direct_send.c): take the oldest posted receive WQE,
+ * copy the message into its buffers, add the completion to the CQ.
+ *
+ * Both live in memory re-backed by the process's memfd (verbs/mr_share)
+ * when the context publishes its MRs, so the peer maps them at an offset
+ * the owner publishes with the QP (net_reg_qpinfo.rq_*); otherwise they
+ * are plain private memory and only this process uses them.  Either way
+ * the owner uses the same code, so both paths are the same rings.
+ *
+ * CQ: any number of producers (this process's engine and application
+ * threads, a peer) reserve an entry with one compare-and-swap of prod,
+ * write it, then publish it by storing its sequence number; the owner
+ * consumes in order.  A reserved entry that ends up unused is published
+ * with SRN_CQE_SKIP and stepped over.  Setting SRN_CQ_CLOSED in prod stops
+ * new reservations (resize, destroy).
+ *
+ * RQ: the owner's post_recv is the only producer (tail); every taker (the
+ * owner's responder and flush, a peer) copies the WQE at head out and then
+ * claims it with a compare-and-swap of head: the copy is valid because an
+ * entry is rewritten only after head has passed it.
+ *
+ * What a peer reads here is checked before use (sizes, SGE counts; keys
+ * against the MR directory): a corrupt ring must not crash it.
+ */
+#ifndef VERBS_SHARED_RINGS_H
+#define VERBS_SHARED_RINGS_H
+
+#include <infiniband/verbs.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "verbs/srn.h"
+
+struct srn_mr_share;
+
+#define SRN_CQ_CLOSED (1ull << 63)
+#define SRN_RINGS_MAGIC 0x534e5252u  /* "RRNS" */
+
+enum {
+	SRN_CQE_SKIP = 1u << 0,      /* reserved, never used: step over it */
+	SRN_CQE_PEER = 1u << 1,      /* written by a same-host peer */
+};
+
+struct srn_cqe_slot {
+	_Atomic uint32_t seq;        /* low 32 bits of (index + 1) once written */
+	uint32_t flags;              /* SRN_CQE_* */
+	struct ibv_wc wc;
+	uint8_t pad[64 - 8 - sizeof(struct ibv_wc)];
+};
+_Static_assert(sizeof(struct srn_cqe_slot) == 64, "one completion per cache line");
+
+struct srn_cq_ring {
+	uint32_t magic;
+	uint32_t size;               /* entries, a power of two */
+	uint8_t pad0[56];
+	_Atomic uint64_t prod;       /* entries reserved; | SRN_CQ_CLOSED */
+	uint8_t pad1[56];
+	_Atomic uint64_t cons;       /* entries consumed (owner only writes) */
+	uint8_t pad2[56];
+	struct srn_cqe_slot ent[];
+};
+
+struct srn_rq_ring {
+	uint32_t magic;
+	uint32_t max_wr;             /* entries, a power of two */
+	uint32_t max_sge;            /* as the QP was created */
+	_Atomic uint32_t open;       /* 0 once the QP is being destroyed */
+	uint64_t cq_off;             /* recv CQ ring in the same memfd; 0: none */
+	uint32_t cq_size;            /* its entries */
+	uint8_t pad0[36];
+	_Atomic uint32_t head;       /* next to take (every taker, by CAS) */
+	uint8_t pad1[60];
+	_Atomic uint32_t tail;       /* next free (the owner's post_recv) */
+	uint8_t pad2[60];
+	struct srn_recv_wqe wqe[];
+};
+
+static inline size_t srn_cq_ring_bytes(uint32_t size)
+{
+	return sizeof(struct srn_cq_ring) + (size_t)size * sizeof(struct srn_cqe_slot);
+}
+
+static inline size_t srn_rq_ring_bytes(uint32_t max_wr)
+{
+	return sizeof(struct srn_rq_ring) + (size_t)max_wr * sizeof(struct srn_recv_wqe);
+}
+
+/* ---- CQ: producers --------------------------------------------------- */
+
+/* Reserve one entry: 0 and *idx; -ENOSPC when full, -EPIPE when closed. */
+static inline int srn_cq_ring_reserve(struct srn_cq_ring *r, uint32_t size, uint64_t *idx)
+{
+	uint64_t p = atomic_load_explicit(&r->prod, memory_order_relaxed);
+
+	do {
+		if (p & SRN_CQ_CLOSED)
+			return -EPIPE;
+		if (p - atomic_load_explicit(&r->cons, memory_order_acquire) >= size)
+			return -ENOSPC;
+	} while (!atomic_compare_exchange_weak_explicit(&r->prod, &p, p + 1,
+							memory_order_acq_rel,
+							memory_order_relaxed));
+	*idx = p;
+	return 0;
+}
+
+/* The same with the caller's copy of cons (a peer's): cons is read
+ * (a cache miss) only when the copy says the ring may be full. */
+static inline int srn_cq_ring_reserve_cached(struct srn_cq_ring *r, uint32_t size,
+					     uint64_t *cons, uint64_t *idx)
+{
+	uint64_t p = atomic_load_explicit(&r->prod, memory_order_relaxed);
+
+	do {
+		if (p & SRN_CQ_CLOSED)
+			return -EPIPE;
+		if (p - *cons >= size) {
+			*cons = atomic_load_explicit(&r->cons, memory_order_acquire);
+			if (p - *cons >= size)
+				return -ENOSPC;
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&r->prod, &p, p + 1,
+							memory_order_acq_rel,
+							memory_order_relaxed));
+	*idx = p;
+	return 0;
+}
+
+/* Publish reserved entry idx (wc NULL: a skipped one). */
+static inline void srn_cq_ring_publish(struct srn_cq_ring *r, uint32_t size, uint64_t idx,
+				       const struct ibv_wc *wc, uint32_t flags)
+{
+	struct srn_cqe_slot *s = &r->ent[idx & (size - 1)];
+
+	if (wc)
+		s->wc = *wc;
+	s->flags = wc ? flags : flags | SRN_CQE_SKIP;
+	atomic_store_explicit(&s->seq, (uint32_t)(idx + 1), memory_order_release);
+}
+
+/* ---- CQ: the owner's consumer (one at a time: srn_cq.lock) ------------ */
+
+/* The entry at cons if it is published, else NULL.  Skipped entries are
+ * consumed on the way. */
+static inline struct srn_cqe_slot *srn_cq_ring_peek(struct srn_cq_ring *r, uint32_t size)
+{
+	uint64_t c = atomic_load_explicit(&r->cons, memory_order_relaxed);
+
+	for (;;) {
+		struct srn_cqe_slot *s = &r->ent[c & (size - 1)];
+
+		if (atomic_load_explicit(&s->seq, memory_order_acquire) != (uint32_t)(c + 1))
+			return NULL;
+		if (!(s->flags & SRN_CQE_SKIP))
+			return s;
+		atomic_store_explicit(&r->cons, ++c, memory_order_release);
+	}
+}
+
+/* Consume the entry srn_cq_ring_peek returned. */
+static inline void srn_cq_ring_pop(struct srn_cq_ring *r)
+{
+	atomic_store_explicit(&r->cons,
+			      atomic_load_explicit(&r->cons, memory_order_relaxed) + 1,
+			      memory_order_release);
+}
+
+/* ---- RQ -------------------------------------------------------------- */
+
+/* Take the oldest posted WQE into *out: 0, or -ENOENT if none. */
+static inline int srn_rq_ring_take(struct srn_rq_ring *r, uint32_t max_wr,
+				   struct srn_recv_wqe *out)
+{
+	uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+
+	for (;;) {
+		if (h == atomic_load_explicit(&r->tail, memory_order_acquire))
+			return -ENOENT;
+		*out = r->wqe[h & (max_wr - 1)];
+		if (atomic_compare_exchange_strong_explicit(&r->head, &h, h + 1,
+							    memory_order_acq_rel,
+							    memory_order_acquire))
+			return 0;
+	}
+}
+
+/* ---- allocation (shared_rings.c) -------------------------------------- */
+
+/* A ring block of bytes (zeroed), shared with same-host peers when ctx
+ * publishes its MRs: *share is then its mr_share backing.  NULL + errno. */
+void *srn_rings_alloc(struct srn_context *ctx, size_t bytes, struct srn_mr_share **share);
+void srn_rings_free(void *block, size_t bytes, struct srn_mr_share *share);
+
+#endif
