@@ -177,9 +177,19 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 }
 
 /* Hot: does the target QP still accept direct operations from us? */
+/* The coarse clock (a few ms resolution, no counter read): enough for
+ * the liveness and retry intervals, and cheap on every operation. */
+static uint64_t coarse_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 bool direct_qp_check(struct srn_rc_state *rc, struct direct_qp *d)
 {
-	uint64_t now = srn_now_ns();
+	uint64_t now = coarse_now_ns();
 
 	if (d->have && atomic_load_explicit(d->qgen, memory_order_acquire) == d->gen) {
 		if (!d->qp_ok)

@@ -174,6 +174,7 @@ bool direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_w
 	struct srn_rq_ring *rq;
 	struct ibv_wc wc;
 	int ns, nd = -1;
+	uint32_t r_head = 0;
 
 	if (!rings_attach(d) || !atomic_load_explicit(&d->rq->open, memory_order_relaxed))
 		return false;
@@ -204,8 +205,10 @@ bool direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_w
 			break;
 		if (atomic_compare_exchange_strong_explicit(&rq->head, &h, h + 1,
 							    memory_order_acq_rel,
-							    memory_order_relaxed))
+							    memory_order_relaxed)) {
+			r_head = h + 1;
 			goto take;
+		}
 		nd = -1; /* the target's own engine took it first */
 	}
 	srn_cq_ring_publish(d->cq, d->cq_size, idx, NULL, SRN_CQE_PEER);
@@ -224,6 +227,7 @@ take:
 		wc.imm_data = w->imm_data;
 		wc.wc_flags = IBV_WC_WITH_IMM;
 	}
+	d->cq->ent[idx & (d->cq_size - 1)].rq_head = r_head;
 	/* the release store makes the data visible before the completion */
 	srn_cq_ring_publish(d->cq, d->cq_size, idx, &wc, SRN_CQE_PEER);
 	direct_complete(rc, w, SRN_CNT_direct_send);

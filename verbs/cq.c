@@ -46,22 +46,63 @@ static uint64_t cq_now(void)
 enum {
 	CQ_PEER_RECENT_NS = 10 * 1000 * 1000,
 	CQ_PROGRESS_GAP_NS = 20 * 1000,
+	CQ_CLOCK_EVERY = 64,
 };
 
-static void cq_progress(struct srn_cq *cq)
+static bool cq_progress(struct srn_cq *cq)
 {
-	uint64_t now = cq_now();
+	uint64_t now;
 
-	if (now - atomic_load_explicit(&cq->peer_ns, memory_order_relaxed) < CQ_PEER_RECENT_NS &&
-	    now - atomic_load_explicit(&cq->progress_ns, memory_order_relaxed) < CQ_PROGRESS_GAP_NS)
-		return;
+	/* the clock itself only every CQ_CLOCK_EVERY empty polls then */
+	if (atomic_load_explicit(&cq->peer_mode, memory_order_relaxed) &&
+	    (atomic_fetch_add_explicit(&cq->empty_polls, 1, memory_order_relaxed) &
+	     (CQ_CLOCK_EVERY - 1)))
+		return false;
+	now = cq_now();
+	if (now - atomic_load_explicit(&cq->peer_ns, memory_order_relaxed) >= CQ_PEER_RECENT_NS)
+		atomic_store_explicit(&cq->peer_mode, false, memory_order_relaxed);
+	else if (now - atomic_load_explicit(&cq->progress_ns, memory_order_relaxed) <
+		 CQ_PROGRESS_GAP_NS)
+		return false;
 	atomic_store_explicit(&cq->progress_ns, now, memory_order_relaxed);
 	srn_transport_progress(srn_ctx(cq->ibv.context));
+	return true;
 }
 
+/* (the coarse clock: no counter read per message; its few ms of lag
+ * only stretch CQ_PEER_RECENT_NS a little) */
 static void cq_saw_peer(struct srn_cq *cq)
 {
-	atomic_store_explicit(&cq->peer_ns, cq_now(), memory_order_relaxed);
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	atomic_store_explicit(&cq->peer_ns, (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec,
+			      memory_order_relaxed);
+	atomic_store_explicit(&cq->peer_mode, true, memory_order_relaxed);
+}
+
+void srn_cq_recv_qp(struct srn_cq *cq, struct srn_qp *qp, bool added)
+{
+	pthread_mutex_lock(&cq->lock);
+	if (added) {
+		cq->recv_qps++;
+		cq->rq_owner = cq->recv_qps == 1 && qp->rqs ? qp : NULL;
+	} else {
+		cq->recv_qps--;
+		if (cq->rq_owner == qp)
+			cq->rq_owner = NULL;
+	}
+	pthread_mutex_unlock(&cq->lock);
+}
+
+/* A peer's completion (cq->lock held): its RQ was taken up to rq_head, so
+ * post_recv need not read head (a cache line the peer owns) to see room. */
+static void cq_peer_entry(struct srn_cq *cq, const struct srn_cqe_slot *s)
+{
+	struct srn_qp *qp = cq->rq_owner;
+
+	if (qp && s->wc.qp_num == qp->ex.qp_base.qp_num)
+		atomic_store_explicit(&qp->rq_head_seen, s->rq_head, memory_order_relaxed);
 }
 
 /* Next completion into cq->cur (lock held); false if none. */
@@ -72,8 +113,10 @@ static bool cq_load_cur(struct srn_cq *cq)
 	if (!s)
 		return false;
 	cq->cur = s->wc;
-	if (s->flags & SRN_CQE_PEER)
+	if (s->flags & SRN_CQE_PEER) {
+		cq_peer_entry(cq, s);
 		cq_saw_peer(cq);
+	}
 	srn_cq_ring_pop(cq->ring);
 	cq->ibv.wr_id = cq->cur.wr_id;
 	cq->ibv.status = cq->cur.status;
@@ -90,7 +133,8 @@ static int cq_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	if (!cq_load_cur(cq)) {
 		/* Empty: let the engine run inline once, then look again. */
 		pthread_mutex_unlock(&cq->lock);
-		cq_progress(cq);
+		if (!cq_progress(cq))
+			return ENOENT;
 		pthread_mutex_lock(&cq->lock);
 		if (!cq_load_cur(cq)) {
 			pthread_mutex_unlock(&cq->lock);
@@ -364,13 +408,20 @@ static int cq_take(struct srn_cq *cq, int n, struct ibv_wc *wc)
 {
 	int got = 0;
 
+	/* empty (the common case when spinning): no lock */
+	if (!srn_cq_ring_ready(cq->ring, cq->size))
+		return 0;
+
 	struct srn_cqe_slot *s;
 	bool peer = false;
 
 	pthread_mutex_lock(&cq->lock);
 	while (got < n && (s = srn_cq_ring_peek(cq->ring, cq->size))) {
 		wc[got++] = s->wc;
-		peer |= s->flags & SRN_CQE_PEER;
+		if (s->flags & SRN_CQE_PEER) {
+			cq_peer_entry(cq, s);
+			peer = true;
+		}
 		srn_cq_ring_pop(cq->ring);
 	}
 	pthread_mutex_unlock(&cq->lock);
@@ -392,8 +443,8 @@ int srn_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		return 0;
 	got = cq_take(cq, num_entries, wc);
 	if (got == 0) {
-		cq_progress(cq);
-		got = cq_take(cq, num_entries, wc);
+		if (cq_progress(cq))
+			got = cq_take(cq, num_entries, wc);
 	}
 	return got;
 }

@@ -271,8 +271,10 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 
 	atomic_fetch_add(&qp->pd->users, 1);
 	atomic_fetch_add(&qp->send_cq->users, 1);
-	if (qp->recv_cq)
+	if (qp->recv_cq) {
 		atomic_fetch_add(&qp->recv_cq->users, 1);
+		srn_cq_recv_qp(qp->recv_cq, qp, true);
+	}
 	if (qp->srq)
 		atomic_fetch_add(&qp->srq->users, 1); /* ibv_destroy_srq: EBUSY */
 	atomic_fetch_add(&ctx->num_objects, 1);
@@ -396,8 +398,10 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 
 	atomic_fetch_sub(&qp->pd->users, 1);
 	atomic_fetch_sub(&qp->send_cq->users, 1);
-	if (qp->recv_cq)
+	if (qp->recv_cq) {
+		srn_cq_recv_qp(qp->recv_cq, qp, false);
 		atomic_fetch_sub(&qp->recv_cq->users, 1);
+	}
 	if (qp->srq)
 		atomic_fetch_sub(&qp->srq->users, 1);
 	atomic_fetch_sub(&ctx->num_objects, 1);

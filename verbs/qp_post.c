@@ -197,9 +197,11 @@ static int rq_post_recv(struct srn_qp *qp, const struct ibv_recv_wr *wr)
 	uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	int err;
 
-	if (t - qp->rq_head_seen >= qp->rq.max_wr) {
-		qp->rq_head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
-		if (t - qp->rq_head_seen >= qp->rq.max_wr)
+	if (t - atomic_load_explicit(&qp->rq_head_seen, memory_order_relaxed) >= qp->rq.max_wr) {
+		uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+
+		atomic_store_explicit(&qp->rq_head_seen, h, memory_order_relaxed);
+		if (t - h >= qp->rq.max_wr)
 			return ENOMEM;
 	}
 	err = recv_wqe_fill(&r->wqe[t & (qp->rq.max_wr - 1)], qp->cap.max_recv_sge, wr);

@@ -48,7 +48,9 @@ struct srn_cqe_slot {
 	_Atomic uint32_t seq;        /* low 32 bits of (index + 1) once written */
 	uint32_t flags;              /* SRN_CQE_* */
 	struct ibv_wc wc;
-	uint8_t pad[64 - 8 - sizeof(struct ibv_wc)];
+	uint32_t rq_head;            /* SRN_CQE_PEER: the RQ's head after the
+				      * WQE of this completion was taken */
+	uint8_t pad[64 - 12 - sizeof(struct ibv_wc)];
 };
 _Static_assert(sizeof(struct srn_cqe_slot) == 64, "one completion per cache line");
 
@@ -158,6 +160,16 @@ static inline struct srn_cqe_slot *srn_cq_ring_peek(struct srn_cq_ring *r, uint3
 			return s;
 		atomic_store_explicit(&r->cons, ++c, memory_order_release);
 	}
+}
+
+/* Lock-free look (any thread): is the entry at cons published?  A hint:
+ * the consumer may take it first. */
+static inline bool srn_cq_ring_ready(struct srn_cq_ring *r, uint32_t size)
+{
+	uint64_t c = atomic_load_explicit(&r->cons, memory_order_acquire);
+
+	return atomic_load_explicit(&r->ent[c & (size - 1)].seq, memory_order_acquire) ==
+	       (uint32_t)(c + 1);
 }
 
 /* Consume the entry srn_cq_ring_peek returned. */

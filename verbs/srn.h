@@ -155,7 +155,13 @@ struct srn_cq {
 				      * (closed) until destroy */
 	struct srn_mr_share *closed_share;
 	_Atomic uint64_t peer_ns;    /* last completion a same-host peer added */
+	struct srn_qp *rq_owner;     /* the only QP receiving into this CQ, if
+				      * one: a peer's completion tells it how
+				      * far its RQ was taken (cq->lock) */
+	uint32_t recv_qps;           /* QPs receiving into it (cq->lock) */
 	_Atomic uint64_t progress_ns; /* last inline engine run from a poll */
+	atomic_uint empty_polls;     /* polls that found nothing */
+	atomic_bool peer_mode;       /* peer_ns recent as of the last look */
 	int armed;                   /* 0, or 1 = any, 2 = solicited only */
 	bool overrun;                /* a completion was lost: CQ in error */
 	atomic_uint users;           /* QPs and SRQs using it (EBUSY) */
@@ -169,6 +175,8 @@ struct srn_cq {
  * only needs IBV_WC_... solicited).  On a full ring: marks overrun, raises
  * IBV_EVENT_CQ_ERR once and returns -ENOSPC.  Takes cq->lock. */
 int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* qp starts (added) or stops receiving into cq (verbs/cq.c). */
+void srn_cq_recv_qp(struct srn_cq *cq, struct srn_qp *qp, bool added);
 
 /* ---- QP ---------------------------------------------------------------- */
 
@@ -239,9 +247,11 @@ struct srn_qp {
 	struct srn_rq_ring *rqs;     /* RQ ring (verbs/shared_rings.h); NULL
 				      * with an SRQ */
 	struct srn_mr_share *rq_share; /* rqs's memfd backing; NULL: private */
-	uint32_t rq_head_seen;       /* rqs->head as post_recv last read it:
-				      * re-read only when that looks full, so
-				      * the line stays with the peer taking */
+	_Atomic uint32_t rq_head_seen; /* rqs->head or less, as last learnt
+				      * (post_recv, or a peer's completion in
+				      * the recv CQ): head is re-read only when
+				      * this looks full, so its line stays with
+				      * the peer taking */
 	struct srn_send_wqe *wr_cur; /* ibv_wr_* API: WQE being built */
 	int wr_err;                  /* ibv_wr_* API: first error in batch */
 	uint32_t wr_pending;         /* ibv_wr_* API: WQEs built since wr_start
