@@ -455,6 +455,9 @@ bool direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	case IBV_WR_SEND_WITH_IMM:
 		need = 0; /* a receive needs no remote access right */
 		break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		need = IBV_ACCESS_REMOTE_WRITE; /* and a receive WQE */
+		break;
 	default:
 		return false;
 	}
@@ -464,7 +467,7 @@ bool direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	if (w->length > SRN_MAX_MSG_SIZE || !direct_qp_check(rc, d) ||
 	    (need && !(d->access & need))) {
 		done = false;
-	} else if (!need) {
+	} else if (!need || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
 		done = direct_send(rc, d, w);
 	} else if (w->opcode == IBV_WR_RDMA_WRITE) {
 		done = do_write(rc, d, w);

@@ -166,9 +166,28 @@ static void scatter(const struct iovec *src, int ns, const struct iovec *dst, in
 	}
 }
 
+/* RDMA WRITE with immediate: where the data goes (the responder's rkey
+ * checks), mapped here, into dst[0]; false if the packet path must go. */
+static bool write_target(struct direct_qp *d, struct srn_send_wqe *w, struct iovec *dst)
+{
+	uint64_t vaddr;
+	char *ptr = NULL;
+
+	dst[0].iov_base = NULL;
+	dst[0].iov_len = w->length;
+	if (!w->length)
+		return true;
+	if (!direct_mr_range(direct_mr_get(d, w->rkey), w->remote_addr, w->length,
+			     IBV_ACCESS_REMOTE_WRITE, &ptr, &vaddr) || !ptr)
+		return false;
+	dst[0].iov_base = ptr;
+	return true;
+}
+
 bool direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
 {
 	struct iovec src[SRN_MAX_SGE], dst[SRN_MAX_SGE];
+	bool write = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 	struct srn_recv_wqe r;
 	uint64_t len = w->length, idx;
 	struct srn_rq_ring *rq;
@@ -179,6 +198,9 @@ bool direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_w
 	if (!rings_attach(d) || !atomic_load_explicit(&d->rq->open, memory_order_relaxed))
 		return false;
 	rq = d->rq;
+	/* a WRITE's target is checked before anything is claimed */
+	if (write && !write_target(d, w, dst))
+		return false;
 	ns = direct_gather(rc, w, src);
 	if (ns < 0)
 		return false; /* the packet path reports LOC_PROT_ERR */
@@ -194,13 +216,18 @@ bool direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_w
 			if ((int32_t)(d->rq_tail - h) <= 0)
 				break; /* none posted: RNR is the packet path's */
 		}
-		/* what is used of it: not all SRN_MAX_SGE entries */
+		/* what is used of it: not all SRN_MAX_SGE entries (a WRITE's
+		 * immediate uses only its wr_id) */
 		r.wr_id = slot->wr_id;
 		r.num_sge = slot->num_sge;
-		if (r.num_sge > SRN_MAX_SGE)
-			break;
-		memcpy(r.sge, slot->sge, r.num_sge * sizeof(r.sge[0]));
-		nd = recv_map(d, &r, len, dst);
+		if (write) {
+			nd = len ? 1 : 0;
+		} else {
+			if (r.num_sge > SRN_MAX_SGE)
+				break;
+			memcpy(r.sge, slot->sge, r.num_sge * sizeof(r.sge[0]));
+			nd = recv_map(d, &r, len, dst);
+		}
 		if (nd < 0)
 			break;
 		if (atomic_compare_exchange_strong_explicit(&rq->head, &h, h + 1,
@@ -219,17 +246,17 @@ take:
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = r.wr_id;
 	wc.status = IBV_WC_SUCCESS;
-	wc.opcode = IBV_WC_RECV;
+	wc.opcode = write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
 	wc.byte_len = (uint32_t)len;
 	wc.qp_num = rc->dqpn;
 	wc.src_qp = rc->qpn;
-	if (w->opcode == IBV_WR_SEND_WITH_IMM) {
+	if (w->opcode == IBV_WR_SEND_WITH_IMM || write) {
 		wc.imm_data = w->imm_data;
 		wc.wc_flags = IBV_WC_WITH_IMM;
 	}
 	d->cq->ent[idx & (d->cq_size - 1)].rq_head = r_head;
 	/* the release store makes the data visible before the completion */
 	srn_cq_ring_publish(d->cq, d->cq_size, idx, &wc, SRN_CQE_PEER);
-	direct_complete(rc, w, SRN_CNT_direct_send);
+	direct_complete(rc, w, write ? SRN_CNT_direct_write : SRN_CNT_direct_send);
 	return true;
 }

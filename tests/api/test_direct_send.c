@@ -4,10 +4,12 @@
  *    byte_len, imm, qp_num, src_qp, wr_id; counted as direct_send
  *  - 200 SENDs posted in one chain before the receiver polls: every one
  *    arrives, in order
- *  - SEND, WRITE_WITH_IMM, SEND in one chain: the later ones go as packets
- *    (something is outstanding) and the receive completions keep the order
- *  - no receive posted: the packet path's RNR retry, then delivery once a
- *    receive is posted, and direct delivery again after that
+ *  - SEND, WRITE_WITH_IMM, SEND in one chain: each delivered directly,
+ *    the WRITE's data in place, receive completions in order
+ *  - the same chain with no receive posted: the first waits in the packet
+ *    path's RNR retry and the rest queue behind it as packets; once
+ *    receives are posted all arrive in order, and the next SEND is
+ *    delivered directly again
  *  - the receiver resizes its CQ with completions waiting: none lost, and
  *    later SENDs still arrive (as packets)
  *  - a receive CQ with a completion channel: the event fires, and no
@@ -104,12 +106,16 @@ static void pipeline(struct t_end *a, struct t_end *b)
 	printf("%d SENDs posted before the receiver polls: all arrive, in order\n", N);
 }
 
-static void mixed(struct t_end *a, struct t_end *b)
+/* SEND, WRITE_WITH_IMM (16 B at RX_OFF), SEND; with post_first, the
+ * receives are posted first, else only after 30 ms. */
+static void chain(struct t_end *a, struct t_end *b, bool post_first, const char *tag)
 {
 	struct ibv_sge s = { (uintptr_t)a->buf, 16, a->mr->lkey };
 	struct ibv_send_wr w[3], *bad;
 	struct ibv_wc wc;
 
+	fill(a->buf, 16, post_first ? 3 : 4);
+	memset(b->buf + RX_OFF, 0, 16);
 	memset(w, 0, sizeof(w));
 	for (int i = 0; i < 3; i++) {
 		w[i].wr_id = 30 + i;
@@ -122,39 +128,36 @@ static void mixed(struct t_end *a, struct t_end *b)
 		w[i].wr.rdma.rkey = b->mr->rkey;
 		w[i].next = i < 2 ? &w[i + 1] : NULL;
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3 && post_first; i++)
 		CHECK(!post_recv(b, RECV_OFF + (uint64_t)i * 64, 64, 300 + i), "post_recv");
 	CHECK(!ibv_post_send(a->qp, w, &bad), "post chain");
+	if (!post_first) {
+		usleep(30 * 1000);
+		CHECK(ibv_poll_cq(a->cq, 1, &wc) == 0, "no completion while no receive is posted");
+		for (int i = 0; i < 3; i++)
+			CHECK(!post_recv(b, RECV_OFF + (uint64_t)i * 64, 64, 300 + i), "post_recv");
+	}
 	for (int i = 0; i < 3; i++) {
 		CHECK(!t_wait(a->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 30u + i,
 		      "chain send wc %d", i);
 		CHECK(!t_wait(b->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 300u + i &&
 		      wc.opcode == (i == 1 ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV),
-		      "chain recv wc %d: wr_id %llu opcode %d", i, (unsigned long long)wc.wr_id,
-		      wc.opcode);
+		      "%s recv wc %d: wr_id %llu opcode %d", tag, i,
+		      (unsigned long long)wc.wr_id, wc.opcode);
+		CHECK(i != 1 || (wc.byte_len == 16 && ntohl(wc.imm_data) == 77 &&
+				 !memcmp(b->buf + RX_OFF, a->buf, 16)), "%s WRITE_WITH_IMM", tag);
+		CHECK(i == 1 || !memcmp(b->buf + RECV_OFF + (uint64_t)i * 64, a->buf, 16),
+		      "%s SEND %d data", tag, i);
 	}
-	printf("SEND, WRITE_WITH_IMM, SEND in one chain: receive completions in order\n");
-}
-
-static void rnr(struct t_end *a, struct t_end *b)
-{
-	struct ibv_wc wc;
-
-	fill(a->buf, 100, 9);
-	CHECK(!send_wr(a, IBV_WR_SEND, 0, 100, 0, 40), "post_send");
-	usleep(30 * 1000);
-	CHECK(ibv_poll_cq(a->cq, 1, &wc) == 0, "no completion while no receive is posted");
-	CHECK(!post_recv(b, RECV_OFF, 4096, 41), "post_recv");
-	CHECK(!t_wait(a->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 40,
-	      "send after RNR: %s", ibv_wc_status_str(wc.status));
-	CHECK(!t_wait(b->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 41 &&
-	      wc.byte_len == 100 && !memcmp(b->buf + RECV_OFF, a->buf, 100), "recv after RNR");
-	/* and the next one is direct again (counted at the end) */
-	CHECK(!post_recv(b, RECV_OFF, 4096, 42) && !send_wr(a, IBV_WR_SEND, 0, 10, 0, 43),
-	      "post");
-	CHECK(!t_wait(a->cq, &wc) && wc.wr_id == 43 && !t_wait(b->cq, &wc) && wc.wr_id == 42,
-	      "send after the RNR one");
-	printf("no receive posted: RNR retry, delivered once posted\n");
+	if (!post_first) {
+		/* and the next one is direct again (counted at the end) */
+		CHECK(!post_recv(b, RECV_OFF, 4096, 42) && !send_wr(a, IBV_WR_SEND, 0, 10, 0, 43),
+		      "post");
+		CHECK(!t_wait(a->cq, &wc) && wc.wr_id == 43 && !t_wait(b->cq, &wc) &&
+		      wc.wr_id == 42, "send after the RNR one");
+	}
+	printf("%s: SEND, WRITE_WITH_IMM, SEND in one chain: data, receive completions in "
+	       "order\n", tag);
 }
 
 static void resize(struct t_end *a, struct t_end *b)
@@ -238,7 +241,7 @@ int main(void)
 	int logfd = mkstemp(log), err2 = dup(2);
 	struct t_end a, b;
 	struct t_conn ia, ib;
-	unsigned long long direct, fallback;
+	unsigned long long direct, direct_w, fallback;
 	FILE *f;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -259,8 +262,8 @@ int main(void)
 	      "connect");
 	basic(&a, &b);
 	pipeline(&a, &b);
-	mixed(&a, &b);
-	rnr(&a, &b);
+	chain(&a, &b, true, "receives posted");
+	chain(&a, &b, false, "no receive posted (RNR)");
 	channel(&a, &b);
 	resize(&a, &b);
 	ibv_destroy_qp(a.qp);
@@ -277,8 +280,10 @@ int main(void)
 	dup2(err2, 2);
 	f = fdopen(logfd, "r");
 	direct = f ? counter_sum(f, "direct_send") : 0;
+	direct_w = f ? counter_sum(f, "direct_write") : 0;
 	fallback = f ? counter_sum(f, "direct_fallback") : 0;
-	printf("direct_send %llu, direct_fallback %llu\n", direct, fallback);
+	printf("direct_send %llu, direct_write %llu, direct_fallback %llu\n", direct, direct_w,
+	       fallback);
 	/* what CHECK wrote while stderr went to the file */
 	if (f) {
 		char line[512];
@@ -288,13 +293,17 @@ int main(void)
 			if (!strncmp(line, "FAIL", 4) || !strncmp(line, "t_wait", 6))
 				fputs(line, stdout);
 	}
-	/* basic 8 + pipeline 200 + mixed 1 (the rest of the chain waits
-	 * behind it) + rnr 1 (the first waits for a receive) + resize 5
-	 * (after it, packets); none on the channel QP */
+	/* basic 8 + pipeline 200 + the first chain's 2 (and its WRITE) + 1
+	 * after the RNR chain (which went as packets) + resize 5 (after it,
+	 * packets); none on the channel QP */
 	if (udp)
-		CHECK(direct == 0, "no direct SEND under SOFTRNIC_TRANSPORT=udp (%llu)", direct);
+		CHECK(direct == 0 && direct_w == 0,
+		      "no direct SEND or WRITE under SOFTRNIC_TRANSPORT=udp (%llu, %llu)", direct,
+		      direct_w);
 	else
-		CHECK(direct == 215, "direct SENDs: %llu (expected 215)", direct);
+		CHECK(direct == 216 && direct_w == 1,
+		      "direct SENDs %llu (expected 216), WRITE_WITH_IMMs %llu (expected 1)", direct,
+		      direct_w);
 	if (f)
 		fclose(f);
 	printf("%s\n", failures ? "FAILED" : "PASS");
