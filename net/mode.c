@@ -8,14 +8,17 @@
 
 static bool shm_allowed = true;
 static bool ring_enabled;
+static bool direct_enabled = true;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void read_env(void)
 {
 	const char *e = getenv("SOFTRNIC_TRANSPORT");
 	const char *r = getenv("SOFTRNIC_SHM_RING");
+	const char *d = getenv("SOFTRNIC_DIRECT");
 
 	ring_enabled = r && !strcmp(r, "1");
+	direct_enabled = !d || strcmp(d, "0");
 
 	if (!e || !*e || !strcmp(e, "auto") || !strcmp(e, "shm"))
 		return;
@@ -30,6 +33,12 @@ bool net_shm_allowed(void)
 {
 	pthread_once(&once, read_env);
 	return shm_allowed;
+}
+
+bool net_direct_enabled(void)
+{
+	pthread_once(&once, read_env);
+	return shm_allowed && direct_enabled;
 }
 
 bool net_shm_ring_enabled(void)

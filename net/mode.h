@@ -16,4 +16,10 @@ bool net_shm_allowed(void);
  * with many QPs per process pair is open (README "Known problems"). */
 bool net_shm_ring_enabled(void);
 
+/* The initiator executes operations on a same-host target itself
+ * (transport/direct.c, direct_send.c): on unless SOFTRNIC_DIRECT=0 (then
+ * same-host traffic is packets, through the inboxes or UDP) or under
+ * SOFTRNIC_TRANSPORT=udp. */
+bool net_direct_enabled(void);
+
 #endif

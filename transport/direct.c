@@ -111,7 +111,7 @@ static struct direct_qp *direct_qp_get(struct srn_rc_state *rc)
 	rc->direct = d;
 	/* Only a destination on this host can be reached in memory; the
 	 * registry is this host's, so its QPN must be too. */
-	d->off = !net_shm_allowed() || rc->type != IBV_QPT_RC || !eng->reg ||
+	d->off = !net_direct_enabled() || rc->type != IBV_QPT_RC || !eng->reg ||
 		 rc->peer.family != eng->udp.local.family ||
 		 !net_addr_is_local(rc->peer.family, rc->peer.ip) ||
 		 !(d->qgen = net_registry_qpinfo_seq(eng->reg, rc->dqpn));

@@ -5,9 +5,9 @@
  * (verbs/shared_rings.h) mapped here.  No packet, no ACK, no work for the
  * target's CPU: the target sees the completion at its next poll.
  *
- * Only when the target published its rings: an RC QP without SRQ whose
- * receive CQ has no completion channel (waking a sleeper needs the
- * target's engine; those SENDs go as packets).  Every check the responder
+ * Only when the target published its rings: an RC QP without SRQ.  If
+ * the target armed its CQ's completion channel, its engine is woken to
+ * fire it (a doorbell datagram).  Every check the responder
  * would make comes first (a WQE posted, its lkeys in the QP's PD with
  * local write access, room for the message, room in the CQ); any failure
  * leaves the WQE to the packet path, which answers as the protocol says
@@ -36,7 +36,7 @@ void direct_send_publish(struct srn_qp *qp, struct net_reg_qpinfo *in)
 	int fd;
 
 	in->rq_off = 0;
-	if (qp->srq || !qp->rqs || !qp->rq_share || !cq || !cq->share || cq->ibv.channel)
+	if (qp->srq || !qp->rqs || !qp->rq_share || !cq || !cq->share)
 		return;
 	fd = srn_mr_share_fd(qp->rq_share);
 	if (fd < 0 || fd != srn_mr_share_fd(cq->share))
@@ -184,6 +184,23 @@ static bool write_target(struct direct_qp *d, struct srn_send_wqe *w, struct iov
 	return true;
 }
 
+/* The target asked for an event (ibv_req_notify_cq) and may be asleep in
+ * its completion channel: only its engine can fire that, so ring its
+ * doorbell (a zero-length datagram; transport/engine.c passes it to
+ * srn_cq_notify_peers).  The fence pairs with the one after arming: the
+ * entry is stored before armed is read. */
+static void wake_if_armed(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
+{
+	uint32_t armed;
+
+	atomic_thread_fence(memory_order_seq_cst);
+	armed = atomic_load_explicit(&d->cq->armed, memory_order_relaxed);
+	if (armed == 1 || (armed == 2 && (w->send_flags & IBV_SEND_SOLICITED))) {
+		net_udp_send(&rc->eng->udp, &rc->peer, NULL, 0);
+		rc_count(rc, SRN_CNT_shm_doorbells);
+	}
+}
+
 bool direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
 {
 	struct iovec src[SRN_MAX_SGE], dst[SRN_MAX_SGE];
@@ -238,7 +255,7 @@ bool direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_w
 		}
 		nd = -1; /* the target's own engine took it first */
 	}
-	srn_cq_ring_publish(d->cq, d->cq_size, idx, NULL, SRN_CQE_PEER);
+	srn_cq_ring_unreserve(d->cq, d->cq_size, idx, SRN_CQE_PEER);
 	return false;
 
 take:
@@ -257,6 +274,7 @@ take:
 	d->cq->ent[idx & (d->cq_size - 1)].rq_head = r_head;
 	/* the release store makes the data visible before the completion */
 	srn_cq_ring_publish(d->cq, d->cq_size, idx, &wc, SRN_CQE_PEER);
+	wake_if_armed(rc, d, w);
 	direct_complete(rc, w, write ? SRN_CNT_direct_write : SRN_CNT_direct_send);
 	return true;
 }

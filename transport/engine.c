@@ -155,6 +155,9 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 		 * the wake-up on through the timer. */
 		if (atomic_load(&eng->shm_asleep))
 			srn_engine_arm(eng, srn_now_ns());
+		/* or a peer completed into an armed CQ of ours itself
+		 * (transport/direct_send.c) */
+		srn_cq_notify_peers(eng->ctx);
 		return;
 	}
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_packets], 1, memory_order_relaxed);

@@ -53,6 +53,7 @@ SRN_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		ctx->mrdir_nonce = random_seed();
 	while (ctx->mrdir_nonce == 0);
 	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->notify_lock, NULL);
 	atomic_init(&ctx->num_objects, 0);
 
 	ctx->async = srn_async_create();
@@ -94,6 +95,7 @@ fail:
 		close(ic->cmd_fd);
 	srn_async_destroy(ctx->async);
 	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->notify_lock);
 	free(ctx);
 	errno = err;
 	return NULL;
@@ -115,6 +117,7 @@ SRN_EXPORT int ibv_close_device(struct ibv_context *context)
 		close(context->cmd_fd);
 	pthread_mutex_destroy(&context->mutex);
 	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->notify_lock);
 	free(ctx->mrs);
 	free(ctx->qps);
 	free(ctx);

@@ -197,10 +197,7 @@ static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
 		return NULL;
 	}
 	cq->size = round_pow2(cqe);
-	/* Shared with same-host peers only where they may add to it: a
-	 * completion channel needs our engine to fire it. */
-	cq->ring = srn_rings_alloc(channel ? NULL : ctx, srn_cq_ring_bytes(cq->size),
-				   &cq->share);
+	cq->ring = srn_rings_alloc(ctx, srn_cq_ring_bytes(cq->size), &cq->share);
 	if (!cq->ring) {
 		free(cq);
 		errno = ENOMEM;
@@ -232,6 +229,12 @@ static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
 		pthread_mutex_lock(&ch->lock);
 		channel->refcnt++;
 		pthread_mutex_unlock(&ch->lock);
+		if (cq->share) {
+			pthread_mutex_lock(&ctx->notify_lock);
+			cq->notify_next = ctx->notify_cqs;
+			ctx->notify_cqs = cq;
+			pthread_mutex_unlock(&ctx->notify_lock);
+		}
 	}
 	atomic_fetch_add(&ctx->num_objects, 1);
 	return cq;
@@ -378,6 +381,15 @@ SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	if (atomic_load(&cq->users) != 0)
 		return EBUSY;
 	if (ibcq->channel) {
+		struct srn_context *ctx = srn_ctx(ibcq->context);
+
+		pthread_mutex_lock(&ctx->notify_lock);
+		for (struct srn_cq **p = &ctx->notify_cqs; *p; p = &(*p)->notify_next)
+			if (*p == cq) {
+				*p = cq->notify_next;
+				break;
+			}
+		pthread_mutex_unlock(&ctx->notify_lock);
 		ch = srn_chan(ibcq->channel);
 		srn_chan_forget(ch, cq);
 	}
@@ -461,8 +473,28 @@ int srn_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		cq->armed = 1;
 	else if (cq->armed == 0)
 		cq->armed = 2;
+	/* Seen by a peer completing into the ring: it stores the entry,
+	 * then reads armed; we store armed, then the application polls.
+	 * With a full fence on both sides one of us sees the other. */
+	atomic_store(&cq->ring->armed, (uint32_t)cq->armed);
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
+}
+
+void srn_cq_notify_peers(struct srn_context *ctx)
+{
+	pthread_mutex_lock(&ctx->notify_lock);
+	for (struct srn_cq *cq = ctx->notify_cqs; cq; cq = cq->notify_next) {
+		pthread_mutex_lock(&cq->lock);
+		/* (the peer rang only for an entry its arming asked for) */
+		if (cq->armed && srn_cq_ring_ready(cq->ring, cq->size)) {
+			cq->armed = 0;
+			atomic_store(&cq->ring->armed, 0);
+			srn_chan_notify(srn_chan(cq->ibv.channel), cq);
+		}
+		pthread_mutex_unlock(&cq->lock);
+	}
+	pthread_mutex_unlock(&ctx->notify_lock);
 }
 
 int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
@@ -471,7 +503,10 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 	uint64_t idx;
 
 	pthread_mutex_lock(&cq->lock);
-	if (srn_cq_ring_reserve(cq->ring, cq->size, &idx)) {
+	/* full: skipped entries at its head may be all that fills it (the
+	 * consumer's lock is ours: step over them) */
+	if (srn_cq_ring_reserve(cq->ring, cq->size, &idx) &&
+	    (srn_cq_ring_peek(cq->ring, cq->size), srn_cq_ring_reserve(cq->ring, cq->size, &idx))) {
 		/* IBTA 11.4.2.1: overrun puts the CQ in error; say it once. */
 		raise = !cq->overrun;
 		cq->overrun = true;
@@ -492,6 +527,7 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 	if (cq->armed == 1 ||
 	    (cq->armed == 2 && (solicited || wc->status != IBV_WC_SUCCESS))) {
 		cq->armed = 0;
+		atomic_store_explicit(&cq->ring->armed, 0, memory_order_relaxed);
 		fire = cq->ibv.channel != NULL;
 	}
 	if (fire)

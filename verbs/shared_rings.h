@@ -57,7 +57,11 @@ _Static_assert(sizeof(struct srn_cqe_slot) == 64, "one completion per cache line
 struct srn_cq_ring {
 	uint32_t magic;
 	uint32_t size;               /* entries, a power of two */
-	uint8_t pad0[56];
+	_Atomic uint32_t armed;      /* the owner's ibv_req_notify_cq: 0, 1 any,
+				      * 2 solicited only; a peer that completes
+				      * into an armed ring rings the owner's
+				      * doorbell */
+	uint8_t pad0[52];
 	_Atomic uint64_t prod;       /* entries reserved; | SRN_CQ_CLOSED */
 	uint8_t pad1[56];
 	_Atomic uint64_t cons;       /* entries consumed (owner only writes) */
@@ -141,6 +145,19 @@ static inline void srn_cq_ring_publish(struct srn_cq_ring *r, uint32_t size, uin
 		s->wc = *wc;
 	s->flags = wc ? flags : flags | SRN_CQE_SKIP;
 	atomic_store_explicit(&s->seq, (uint32_t)(idx + 1), memory_order_release);
+}
+
+/* Give back reserved entry idx unused: the reservation itself if nobody
+ * reserved after it, else a skipped entry (the owner steps over it; its
+ * srn_cq_push does so when the ring looks full). */
+static inline void srn_cq_ring_unreserve(struct srn_cq_ring *r, uint32_t size, uint64_t idx,
+					 uint32_t flags)
+{
+	uint64_t p = idx + 1;
+
+	if (!atomic_compare_exchange_strong_explicit(&r->prod, &p, idx, memory_order_acq_rel,
+						     memory_order_relaxed))
+		srn_cq_ring_publish(r, size, idx, NULL, flags);
 }
 
 /* ---- CQ: the owner's consumer (one at a time: srn_cq.lock) ------------ */

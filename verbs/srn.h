@@ -94,6 +94,10 @@ struct srn_context {
 	uint32_t mrdir_nonce;        /* names this context's MR directory
 				      * (verbs/mr_dir.h); random, never 0 */
 	struct srn_mrdir *mrdir;     /* the published MR directory, or NULL */
+	pthread_mutex_t notify_lock; /* guards notify_cqs */
+	struct srn_cq *notify_cqs;   /* CQs with a completion channel that
+				      * same-host peers complete into: a
+				      * doorbell makes the engine look at them */
 };
 
 static inline struct srn_context *srn_ctx(struct ibv_context *c)
@@ -159,6 +163,7 @@ struct srn_cq {
 				      * one: a peer's completion tells it how
 				      * far its RQ was taken (cq->lock) */
 	uint32_t recv_qps;           /* QPs receiving into it (cq->lock) */
+	struct srn_cq *notify_next;  /* ctx->notify_cqs list */
 	_Atomic uint64_t progress_ns; /* last inline engine run from a poll */
 	atomic_uint empty_polls;     /* polls that found nothing */
 	atomic_bool peer_mode;       /* peer_ns recent as of the last look */
@@ -175,6 +180,9 @@ struct srn_cq {
  * only needs IBV_WC_... solicited).  On a full ring: marks overrun, raises
  * IBV_EVENT_CQ_ERR once and returns -ENOSPC.  Takes cq->lock. */
 int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* A same-host peer's doorbell came (transport/engine.c): fire the
+ * channel of every armed CQ a peer has completed into. */
+void srn_cq_notify_peers(struct srn_context *ctx);
 /* qp starts (added) or stops receiving into cq (verbs/cq.c). */
 void srn_cq_recv_qp(struct srn_cq *cq, struct srn_qp *qp, bool added);
 

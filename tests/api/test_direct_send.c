@@ -12,14 +12,17 @@
  *    delivered directly again
  *  - the receiver resizes its CQ with completions waiting: none lost, and
  *    later SENDs still arrive (as packets)
- *  - a receive CQ with a completion channel: the event fires, and no
- *    SEND is delivered directly (waking needs the receiver's engine)
+ *  - a receive CQ with a completion channel, delivered directly too: an
+ *    armed CQ's event fires (the sender rings the receiver's doorbell);
+ *    armed for solicited only, an unsolicited SEND fires nothing and a
+ *    solicited one does
  * Under SOFTRNIC_TRANSPORT=udp the same must pass with no direct SEND.
  * Counters: the engines print them at ibv_close_device with
  * SOFTRNIC_LOG=debug; stderr goes to a file read at the end. */
 #include "t_rc.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 
 static unsigned long long counter_sum(FILE *f, const char *name)
@@ -225,7 +228,27 @@ static void channel(struct t_end *a, struct t_end *b)
 	CHECK(!ibv_get_cq_event(ch, &ev_cq, &ev_ctx) && ev_cq == rcq, "completion event");
 	ibv_ack_cq_events(rcq, 1);
 	CHECK(!t_wait(rcq, &wc) && wc.wr_id == 90 && wc.status == IBV_WC_SUCCESS, "recv");
-	printf("receive CQ with a completion channel: event fired, SEND received\n");
+	/* solicited only: the first (unsolicited) SEND must not wake us */
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	struct ibv_sge sg = { (uintptr_t)a->buf, 8, a->mr->lkey };
+	struct ibv_send_wr sw = { .wr_id = 92, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+
+	CHECK(!ibv_req_notify_cq(rcq, 1), "arm solicited only");
+	CHECK(!post_recv(b, RECV_OFF, 64, 93) && !post_recv(b, RECV_OFF + 64, 64, 94) &&
+	      !ibv_post_send(a2.qp, &sw, &sbad) && !t_wait(a->cq, &wc) && wc.wr_id == 92,
+	      "unsolicited send");
+	CHECK(poll(&pfd, 1, 50) == 0, "no event for an unsolicited SEND");
+	sw.wr_id = 95;
+	sw.send_flags |= IBV_SEND_SOLICITED;
+	CHECK(!ibv_post_send(a2.qp, &sw, &sbad) && !t_wait(a->cq, &wc) && wc.wr_id == 95,
+	      "solicited send");
+	CHECK(poll(&pfd, 1, 5000) == 1, "an event for the solicited SEND");
+	CHECK(!ibv_get_cq_event(ch, &ev_cq, &ev_ctx) && ev_cq == rcq, "solicited event");
+	ibv_ack_cq_events(rcq, 1);
+	CHECK(!t_wait(rcq, &wc) && wc.wr_id == 93 && !t_wait(rcq, &wc) && wc.wr_id == 94,
+	      "both received");
+	printf("receive CQ with a completion channel: events fire (any, solicited only)\n");
 	b->qp = saved;
 	ibv_destroy_qp(a2.qp);
 	ibv_destroy_qp(qp);
@@ -294,15 +317,15 @@ int main(void)
 				fputs(line, stdout);
 	}
 	/* basic 8 + pipeline 200 + the first chain's 2 (and its WRITE) + 1
-	 * after the RNR chain (which went as packets) + resize 5 (after it,
-	 * packets); none on the channel QP */
+	 * after the RNR chain (which went as packets) + the channel QP's 3 +
+	 * resize 5 (after it, packets) */
 	if (udp)
 		CHECK(direct == 0 && direct_w == 0,
 		      "no direct SEND or WRITE under SOFTRNIC_TRANSPORT=udp (%llu, %llu)", direct,
 		      direct_w);
 	else
-		CHECK(direct == 216 && direct_w == 1,
-		      "direct SENDs %llu (expected 216), WRITE_WITH_IMMs %llu (expected 1)", direct,
+		CHECK(direct == 219 && direct_w == 1,
+		      "direct SENDs %llu (expected 219), WRITE_WITH_IMMs %llu (expected 1)", direct,
 		      direct_w);
 	if (f)
 		fclose(f);
