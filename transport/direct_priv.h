@@ -58,6 +58,7 @@ struct direct_qp {
 	struct srn_rq_ring *rq;      /* mapped; NULL until first SEND */
 	struct srn_cq_ring *cq;      /* its receive CQ's ring */
 	uint32_t cq_size;
+	bool cq_channel;             /* cq's owner may arm it (wake_if_armed) */
 	uint64_t cq_cons;            /* cq's cons as last read (<= the real one) */
 	uint32_t rq_tail;            /* rq's tail as last read (<= the real one) */
 };

@@ -53,11 +53,16 @@ static bool cq_progress(struct srn_cq *cq)
 {
 	uint64_t now;
 
-	/* the clock itself only every CQ_CLOCK_EVERY empty polls then */
-	if (atomic_load_explicit(&cq->peer_mode, memory_order_relaxed) &&
-	    (atomic_fetch_add_explicit(&cq->empty_polls, 1, memory_order_relaxed) &
-	     (CQ_CLOCK_EVERY - 1)))
-		return false;
+	/* the clock itself only every CQ_CLOCK_EVERY empty polls then (a
+	 * count that may miss increments under concurrent polls: no locked
+	 * instruction per spin) */
+	if (atomic_load_explicit(&cq->peer_mode, memory_order_relaxed)) {
+		unsigned int n = atomic_load_explicit(&cq->empty_polls, memory_order_relaxed) + 1;
+
+		atomic_store_explicit(&cq->empty_polls, n, memory_order_relaxed);
+		if (n & (CQ_CLOCK_EVERY - 1))
+			return false;
+	}
 	now = cq_now();
 	if (now - atomic_load_explicit(&cq->peer_ns, memory_order_relaxed) >= CQ_PEER_RECENT_NS)
 		atomic_store_explicit(&cq->peer_mode, false, memory_order_relaxed);
@@ -205,6 +210,7 @@ static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
 	}
 	cq->ring->magic = SRN_RINGS_MAGIC;
 	cq->ring->size = cq->size;
+	cq->ring->channel = channel != NULL;
 	pthread_mutex_init(&cq->lock, NULL);
 	atomic_init(&cq->users, 0);
 	cq->wc_flags = wc_flags;

@@ -61,7 +61,9 @@ struct srn_cq_ring {
 				      * 2 solicited only; a peer that completes
 				      * into an armed ring rings the owner's
 				      * doorbell */
-	uint8_t pad0[52];
+	uint32_t channel;            /* 1: the CQ has a completion channel (a
+				      * peer need not look at armed otherwise) */
+	uint8_t pad0[48];
 	_Atomic uint64_t prod;       /* entries reserved; | SRN_CQ_CLOSED */
 	uint8_t pad1[56];
 	_Atomic uint64_t cons;       /* entries consumed (owner only writes) */
