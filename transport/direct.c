@@ -179,7 +179,7 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 /* Hot: does the target QP still accept direct operations from us? */
 /* The coarse clock (a few ms resolution, no counter read): enough for
  * the liveness and retry intervals, and cheap on every operation. */
-static uint64_t coarse_now_ns(void)
+uint64_t direct_coarse_ns(void)
 {
 	struct timespec t;
 
@@ -189,7 +189,7 @@ static uint64_t coarse_now_ns(void)
 
 bool direct_qp_check(struct srn_rc_state *rc, struct direct_qp *d)
 {
-	uint64_t now = coarse_now_ns();
+	uint64_t now = direct_coarse_ns();
 
 	if (d->have && atomic_load_explicit(d->qgen, memory_order_acquire) == d->gen) {
 		if (!d->qp_ok)
@@ -434,11 +434,11 @@ static bool do_atomic(struct srn_rc_state *rc, struct direct_qp *d, struct srn_s
 	return true;
 }
 
-bool direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w)
+int direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w)
 {
 	struct direct_qp *d;
 	unsigned int need;
-	bool done;
+	int done;
 
 	switch (w->opcode) {
 	case IBV_WR_RDMA_WRITE:
@@ -466,7 +466,7 @@ bool direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w)
 		return false;
 	if (w->length > SRN_MAX_MSG_SIZE || !direct_qp_check(rc, d) ||
 	    (need && !(d->access & need))) {
-		done = false;
+		done = 0;
 	} else if (!need || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
 		done = direct_send(rc, d, w);
 	} else if (w->opcode == IBV_WR_RDMA_WRITE) {

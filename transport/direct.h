@@ -17,9 +17,13 @@ struct srn_send_wqe;
 
 /* requester.c, qp->lock held: w is the new WQE at sq.next and nothing is
  * outstanding before it (sq.head == sq.next).  Executes and completes it
- * (sq.head and sq.next advance, a WC if signaled) and returns true; or
- * returns false having changed nothing (the packet path takes it). */
-bool direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w);
+ * (sq.head and sq.next advance, a WC if signaled) and returns 1; returns
+ * 0 having changed nothing (the packet path takes it); or -EAGAIN: a SEND
+ * found no receive posted, try again in DIRECT_WAIT_NS (for up to
+ * DIRECT_RNR_WAIT_NS, then the packet path's RNR retries take over). */
+int direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w);
+
+enum { DIRECT_WAIT_NS = 20 * 1000 };
 
 /* Forget the QP's cached view of its peer (attributes changed, reset,
  * destroy).  qp->lock held. */

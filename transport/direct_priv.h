@@ -61,10 +61,13 @@ struct direct_qp {
 	bool cq_channel;             /* cq's owner may arm it (wake_if_armed) */
 	uint64_t cq_cons;            /* cq's cons as last read (<= the real one) */
 	uint32_t rq_tail;            /* rq's tail as last read (<= the real one) */
+	uint64_t rnr_since;          /* no receive posted since (coarse ns), 0 */
 };
 
 /* direct.c, hot: does the target QP still accept direct operations? */
 bool direct_qp_check(struct srn_rc_state *rc, struct direct_qp *d);
+/* direct.c: CLOCK_MONOTONIC_COARSE in ns (no counter read). */
+uint64_t direct_coarse_ns(void);
 /* direct.c, hot: the cached view of key (an rkey, or a receive lkey). */
 struct direct_mr *direct_mr_get(struct direct_qp *d, uint32_t key);
 /* direct.c: where [va, va+len) of m is (*ptr mapped here, else *vaddr in
@@ -77,9 +80,10 @@ int direct_gather(struct srn_rc_state *rc, struct srn_send_wqe *w, struct iovec 
 /* direct.c: w is done: its WC if signaled, the SQ moves on, c counted. */
 void direct_complete(struct srn_rc_state *rc, struct srn_send_wqe *w, enum srn_counter c);
 
-/* direct_send.c: SEND / SEND with immediate straight into the target's
- * posted receive buffer and receive CQ; false: nothing changed. */
-bool direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w);
+/* direct_send.c: SEND / SEND with immediate / WRITE with immediate
+ * straight into the target's posted receive buffer and receive CQ: 1
+ * done, 0 nothing changed, -EAGAIN no receive posted (direct_try). */
+int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w);
 /* direct_send.c, target side: where our RQ ring is, into *in (rq_off 0
  * when SENDs must come as packets). */
 struct srn_qp;

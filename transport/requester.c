@@ -233,8 +233,18 @@ static void requester_run_locked(struct srn_rc_state *rc)
 		 * with nothing outstanding before it, so order and completion
 		 * order stay exact. */
 		if (!(w->state & WQE_STARTED) && qp->sq.head == qp->sq.next &&
-		    rc->type == IBV_QPT_RC && direct_try(rc, w))
-			continue;
+		    rc->type == IBV_QPT_RC) {
+			int dr = direct_try(rc, w);
+
+			if (dr > 0)
+				continue;
+			if (dr == -EAGAIN) {
+				/* no receive posted yet: look again soon */
+				rc->resume_at = srn_now_ns() + DIRECT_WAIT_NS;
+				srn_engine_arm(rc->eng, rc->resume_at);
+				break;
+			}
+		}
 
 		if (!(w->state & WQE_STARTED)) {
 			if (!opcode_supported(w->opcode) || w->length > SRN_MAX_MSG_SIZE ||
