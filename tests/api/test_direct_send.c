@@ -299,6 +299,8 @@ int main(void)
 	ibv_dealloc_pd(b.pd);
 	ibv_close_device(a.ctx);
 	ibv_close_device(b.ctx);
+	free(a.buf);
+	free(b.buf);
 	fflush(stderr);
 	dup2(err2, 2);
 	f = fdopen(logfd, "r");
