@@ -60,7 +60,6 @@ struct direct_qp {
 	uint32_t cq_size;
 	bool cq_channel;             /* cq's owner may arm it (wake_if_armed) */
 	uint64_t cq_cons;            /* cq's cons as last read (<= the real one) */
-	uint32_t rq_tail;            /* rq's tail as last read (<= the real one) */
 	uint64_t rnr_since;          /* no receive posted since (coarse ns), 0 */
 };
 

@@ -102,7 +102,6 @@ static bool rings_attach(struct direct_qp *d)
 	d->cq_size = cq_size;
 	d->cq_channel = cq->channel != 0;
 	d->cq_cons = 0;
-	d->rq_tail = atomic_load(&rq->head);
 	return true;
 fail:
 	direct_send_forget(d);
@@ -220,12 +219,17 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static bool rq_wait(struct direct_qp *d, uint32_t h)
+/* Is the WQE at index h posted? */
+static bool rq_posted(const struct srn_recv_wqe *slot, uint32_t h)
+{
+	return __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == h + 1;
+}
+
+static bool rq_wait(const struct srn_recv_wqe *slot, uint32_t h)
 {
 	for (int i = 0; i < DIRECT_RNR_SPINS; i++) {
 		cpu_relax();
-		d->rq_tail = atomic_load_explicit(&d->rq->tail, memory_order_acquire);
-		if ((int32_t)(d->rq_tail - h) > 0)
+		if (rq_posted(slot, h))
 			return true;
 	}
 	return false;
@@ -276,13 +280,9 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 		uint32_t h = atomic_load_explicit(&rq->head, memory_order_acquire);
 		const struct srn_recv_wqe *slot = &rq->wqe[h & (d->rq_max_wr - 1)];
 
-		/* tail is read (a cache miss) only when the copy runs out */
-		if ((int32_t)(d->rq_tail - h) <= 0) {
-			d->rq_tail = atomic_load_explicit(&rq->tail, memory_order_acquire);
-			if ((int32_t)(d->rq_tail - h) <= 0 && !rq_wait(d, h)) {
-				rnr = true;
-				break;
-			}
+		if (!rq_posted(slot, h) && !rq_wait(slot, h)) {
+			rnr = true;
+			break;
 		}
 		/* what is used of it: not all SRN_MAX_SGE entries (a WRITE's
 		 * immediate uses only its wr_id) */

@@ -204,10 +204,14 @@ static int rq_post_recv(struct srn_qp *qp, const struct ibv_recv_wr *wr)
 		if (t - h >= qp->rq.max_wr)
 			return ENOMEM;
 	}
-	err = recv_wqe_fill(&r->wqe[t & (qp->rq.max_wr - 1)], qp->cap.max_recv_sge, wr);
-	if (!err)
-		atomic_store_explicit(&r->tail, t + 1, memory_order_release);
-	return err;
+	struct srn_recv_wqe *slot = &r->wqe[t & (qp->rq.max_wr - 1)];
+
+	err = recv_wqe_fill(slot, qp->cap.max_recv_sge, wr);
+	if (err)
+		return err;
+	__atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+	return 0;
 }
 
 int srn_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,

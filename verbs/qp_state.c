@@ -330,8 +330,16 @@ static void apply_attrs(struct ibv_qp_attr *dst, const struct ibv_qp_attr *src,
 static void qp_reset(struct srn_qp *qp)
 {
 	qp->sq.head = qp->sq.next = qp->sq.tail = 0;
-	if (qp->rqs) /* empty: tail back to head (counters run freely) */
-		atomic_store(&qp->rqs->tail, atomic_load(&qp->rqs->head));
+	if (qp->rqs) {
+		/* empty: tail back to head (counters run freely), and the
+		 * discarded WQEs no longer look posted to a peer */
+		uint32_t h = atomic_load(&qp->rqs->head), t = atomic_load(&qp->rqs->tail);
+
+		atomic_store(&qp->rqs->tail, h);
+		for (; h != t; h++)
+			__atomic_store_n(&qp->rqs->wqe[h & (qp->rq.max_wr - 1)].seq, 0,
+					 __ATOMIC_RELEASE);
+	}
 	qp->wr_pending = 0;
 	memset(&qp->a, 0, sizeof(qp->a));
 	qp->a.attr.cap = qp->cap;

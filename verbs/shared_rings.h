@@ -16,10 +16,12 @@
  * with SRN_CQE_SKIP and stepped over.  Setting SRN_CQ_CLOSED in prod stops
  * new reservations (resize, destroy).
  *
- * RQ: the owner's post_recv is the only producer (tail); every taker (the
- * owner's responder and flush, a peer) copies the WQE at head out and then
- * claims it with a compare-and-swap of head: the copy is valid because an
- * entry is rewritten only after head has passed it.
+ * RQ: the owner's post_recv is the only producer (tail; each WQE's seq is
+ * stored last); every taker (the owner's responder and flush, a peer)
+ * copies the WQE at head out and then claims it with a compare-and-swap
+ * of head: the copy is valid because an entry is rewritten only after
+ * head has passed it.  A peer tells a posted WQE by its seq alone, so the
+ * tail's cache line stays with the owner.
  *
  * What a peer reads here is checked before use (sizes, SGE counts; keys
  * against the MR directory): a corrupt ring must not crash it.

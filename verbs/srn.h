@@ -216,6 +216,9 @@ struct srn_send_wqe {
 struct srn_recv_wqe {
 	uint64_t wr_id;
 	uint32_t num_sge;
+	uint32_t seq;                /* in a QP's RQ ring: low 32 bits of its
+				      * index + 1 once posted (release-stored
+				      * last), so a peer needs no tail */
 	struct ibv_sge sge[SRN_MAX_SGE];
 	uint64_t length;             /* sum of sge lengths */
 };
