@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -90,6 +91,22 @@ struct cm_event *cm_event_new(struct cm_id *id, enum rdma_cm_event_type t, int s
 	e->ev.event = t;
 	e->ev.status = st;
 	e->owner = id;
+	return e;
+}
+
+struct cm_event *cm_event_connect_request(struct cm_id *c, struct cm_id *l,
+					  const uint8_t *pdata, size_t len)
+{
+	struct cm_event *e;
+
+	c->state = CM_REQ_RCVD;
+	l->pending++;
+	e = cm_event_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	if (!e)
+		return NULL;
+	e->owner = l;
+	e->ev.listen_id = &l->id;
+	memcpy(e->pdata, pdata, len);
 	return e;
 }
 

@@ -60,6 +60,12 @@ static inline struct cm_channel *cm_chan(struct rdma_event_channel *c)
 void cm_event_queue(struct cm_channel *ch, struct cm_event *ev);
 /* A zeroed event for id of type t and status st; NULL on ENOMEM. */
 struct cm_event *cm_event_new(struct cm_id *id, enum rdma_cm_event_type t, int st);
+/* The CONNECT_REQUEST a listener l gets for its new id c (REQ or
+ * SIDR_REQ): c enters CM_REQ_RCVD, counts as pending on l, and the event
+ * carries len bytes of pdata (the caller points the conn or ud union
+ * member at e->pdata and queues it).  NULL on ENOMEM. */
+struct cm_event *cm_event_connect_request(struct cm_id *c, struct cm_id *l,
+					  const uint8_t *pdata, size_t len);
 /* Drop queued events of id (destroy); called with cm_lock held. */
 void cm_channel_purge(struct cm_channel *ch, struct cm_id *id);
 /* Take the first event of id's channel that belongs to id; blocking.

@@ -207,14 +207,9 @@ void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from, const ui
 		cm_id_free_unreported(c); /* never handed out */
 		return;
 	}
-	c->state = CM_REQ_RCVD;
-	l->pending++;
-	e = cm_event_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	e = cm_event_connect_request(c, l, r->private_data + WIRE_CMA_HDR_LEN, CM_REQ_PDATA);
 	if (!e)
 		return;
-	e->owner = l;
-	e->ev.listen_id = &l->id;
-	memcpy(e->pdata, r->private_data + WIRE_CMA_HDR_LEN, CM_REQ_PDATA);
 	e->ev.param.conn.private_data = e->pdata;
 	e->ev.param.conn.private_data_len = CM_REQ_PDATA;
 	e->ev.param.conn.responder_resources = r->initiator_depth;

@@ -105,14 +105,10 @@ void cm_sidr_req_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	c->remote_comm_id = r->request_id;
 	c->tid = m->hdr.tid;
 	c->peer = *from;
-	c->state = CM_REQ_RCVD;
-	l->pending++;
-	e = cm_event_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	e = cm_event_connect_request(c, l, r->private_data + WIRE_CMA_HDR_LEN,
+				     CM_SIDR_REQ_PDATA);
 	if (!e)
 		return;
-	e->owner = l;
-	e->ev.listen_id = &l->id;
-	memcpy(e->pdata, r->private_data + WIRE_CMA_HDR_LEN, CM_SIDR_REQ_PDATA);
 	e->ev.param.ud.private_data = e->pdata;
 	e->ev.param.ud.private_data_len = CM_SIDR_REQ_PDATA;
 	cm_event_queue(l->chan, e);
