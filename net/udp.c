@@ -16,7 +16,8 @@
 
 /* Socket buffers: what we ask for, and below what (as getsockopt reports
  * it, doubled) the user is told that bandwidth will suffer. */
-enum { UDP_BUF_WANT = 16 << 20, UDP_BUF_MIN_OK = 8 << 20, UDP_BATCH_MAX = 64 };
+enum { UDP_BUF_WANT = 16 << 20, UDP_BUF_MIN_OK = 8 << 20, UDP_BATCH_MAX = 64,
+       UDP_GSO_MAX_SEGS = 128, UDP_GSO_MAX_GROUPS = 16 };
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -69,6 +70,14 @@ static void from_sockaddr(const struct sockaddr_storage *ss, struct net_addr *a)
 	}
 }
 
+static bool is_wildcard(const uint8_t *ip, int len)
+{
+	for (int i = 0; i < len; i++)
+		if (ip[i])
+			return false;
+	return true;
+}
+
 /* Ask for big buffers.  With CAP_NET_ADMIN (root) the FORCE variant goes
  * past net.core.[rw]mem_max: a bigger receive buffer lets the requester
  * keep a bigger window in flight without the queue overrunning (see
@@ -108,14 +117,19 @@ int net_udp_open(struct net_udp *u, int family, const uint8_t *ip)
 
 		memcpy(a.ip, ip, 4);
 		setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
-		setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
+		/* Bound to one unicast address, the socket only receives what
+		 * was sent to it: no need to be told (a control message per
+		 * receive costs time on the latency path). */
+		if (is_wildcard(ip, 4))
+			setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
 	} else {
 		int pmtu = IPV6_PMTUDISC_DO;
 
 		memcpy(a.ip, ip, 16);
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
 		setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu));
-		setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on));
+		if (is_wildcard(ip, 16))
+			setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on));
 		/* RoCE peers send UDP checksum 0 (WIRE.md). */
 		setsockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, &on, sizeof(on));
 	}
@@ -274,6 +288,77 @@ int net_udp_send_segs(struct net_udp *u, const struct net_addr *to,
 			ret = r;
 	}
 	return ret;
+}
+
+/* One group on its own: net_udp_send_segs with its packets' iov indexes
+ * made relative to the group. */
+static int send_group(struct net_udp *u, const struct net_addr *to, const struct iovec *iov,
+		      const int *seg_iov, const struct net_udp_gso *g)
+{
+	int rel[UDP_GSO_MAX_SEGS];
+
+	if (g->nseg > UDP_GSO_MAX_SEGS)
+		return -EINVAL;
+	for (int k = 0; k < g->nseg; k++)
+		rel[k] = seg_iov[g->seg0 + k] - g->iov0;
+	return net_udp_send_segs(u, to, iov + g->iov0, g->niov, g->seg, g->nseg, rel);
+}
+
+int net_udp_send_gso(struct net_udp *u, const struct net_addr *to, const struct iovec *iov,
+		     const int *seg_iov, const struct net_udp_gso *grp, int ngrp)
+{
+	struct sockaddr_storage ss;
+	struct mmsghdr mm[UDP_GSO_MAX_GROUPS];
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctl[UDP_GSO_MAX_GROUPS];
+	socklen_t sl;
+	int r;
+
+	if (ngrp <= 0)
+		return -EINVAL;
+	/* one send, or no GSO (faults, refused): as before, send by send */
+	if (ngrp == 1 || u->gso_off || net_udp_faults()) {
+		r = send_group(u, to, iov, seg_iov, &grp[0]);
+		return r < 0 ? r : 1;
+	}
+	if (ngrp > UDP_GSO_MAX_GROUPS)
+		ngrp = UDP_GSO_MAX_GROUPS;
+	sl = to_sockaddr(to, &ss);
+	memset(mm, 0, sizeof(mm[0]) * (size_t)ngrp);
+	for (int i = 0; i < ngrp; i++) {
+		struct msghdr *mh = &mm[i].msg_hdr;
+
+		mh->msg_name = &ss;
+		mh->msg_namelen = sl;
+		mh->msg_iov = (struct iovec *)iov + grp[i].iov0;
+		mh->msg_iovlen = (size_t)grp[i].niov;
+		if (grp[i].nseg > 1) {
+			uint16_t gso = (uint16_t)grp[i].seg;
+			struct cmsghdr *c;
+
+			memset(&ctl[i], 0, sizeof(ctl[i]));
+			mh->msg_control = ctl[i].buf;
+			mh->msg_controllen = sizeof(ctl[i].buf);
+			c = CMSG_FIRSTHDR(mh);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(gso));
+			memcpy(CMSG_DATA(c), &gso, sizeof(gso));
+		}
+	}
+	do
+		r = sendmmsg(u->fd, mm, (unsigned int)ngrp, MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r > 0)
+		return r;
+	if (errno == EWOULDBLOCK || errno == ENOBUFS)
+		return -EAGAIN;
+	/* GSO refused (or another error on the first send): that one alone,
+	 * the way net_udp_send_segs handles it */
+	r = send_group(u, to, iov, seg_iov, &grp[0]);
+	return r < 0 ? r : 1;
 }
 
 bool net_udp_wait_writable(struct net_udp *u, int timeout_ms)

@@ -45,6 +45,21 @@ int net_udp_send_segs(struct net_udp *u, const struct net_addr *to,
 		      const struct iovec *iov, int iovcnt, uint32_t seg, int nseg,
 		      const int *seg_iov);
 
+/* One GSO send of several (net_udp_send_gso): iov[iov0 .. iov0 + niov)
+ * holds nseg packets of seg bytes (the last may be shorter); packet k
+ * starts at iov index seg_iov[seg0 + k]. */
+struct net_udp_gso {
+	int iov0, niov;
+	int seg0, nseg;
+	uint32_t seg;
+};
+
+/* Several GSO sends (each as net_udp_send_segs) in one system call
+ * (sendmmsg), all to one destination.  Returns how many of the ngrp sends
+ * left, in order (>= 1), or -EAGAIN / -errno when none did. */
+int net_udp_send_gso(struct net_udp *u, const struct net_addr *to, const struct iovec *iov,
+		     const int *seg_iov, const struct net_udp_gso *grp, int ngrp);
+
 /* True while SOFTRNIC_TEST_DROP/DUP fault injection is on (senders then
  * send packet by packet so each can be dropped or duplicated alone). */
 bool net_udp_faults(void);

@@ -62,9 +62,10 @@ void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
 	va_end(ap);
 }
 
-void srn_engine_arm(struct srn_engine *eng, uint64_t at_ns)
+/* Program the timerfd for at_ns unless it fires earlier already
+ * (timer_lock held). */
+static void timer_program_locked(struct srn_engine *eng, uint64_t at_ns)
 {
-	pthread_mutex_lock(&eng->timer_lock);
 	if (eng->timer_armed_ns == 0 || at_ns < eng->timer_armed_ns) {
 		struct itimerspec its = { 0 };
 
@@ -75,6 +76,39 @@ void srn_engine_arm(struct srn_engine *eng, uint64_t at_ns)
 			its.it_value.tv_nsec = 1;
 		timerfd_settime(eng->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 	}
+}
+
+/* The application polls now: its last poll is under ENGINE_APP_ACTIVE_NS
+ * old (its stamp may be later than now). */
+enum { ENGINE_APP_ACTIVE_NS = 10 * 1000 };
+
+static bool app_polling(struct srn_engine *eng, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&eng->app_poll_ns, memory_order_relaxed);
+
+	return last + ENGINE_APP_ACTIVE_NS > now;
+}
+
+/* A QP deadline: the QPs are scanned once it has passed (run_qp_timers).
+ * While the engine defers to an application thread that polls, that
+ * thread runs them (srn_transport_progress) and the timer is left alone:
+ * a wake-up of the engine thread would take a CPU from the poller; the
+ * deferral's own timer covers the case where the application stops. */
+void srn_engine_arm(struct srn_engine *eng, uint64_t at_ns)
+{
+	pthread_mutex_lock(&eng->timer_lock);
+	if (!eng->qp_due_ns || at_ns < eng->qp_due_ns)
+		atomic_store_explicit(&eng->qp_due_ns, at_ns, memory_order_relaxed);
+	if (!atomic_load_explicit(&eng->deferring, memory_order_relaxed) ||
+	    !app_polling(eng, srn_now_ns()))
+		timer_program_locked(eng, at_ns);
+	pthread_mutex_unlock(&eng->timer_lock);
+}
+
+static void timer_program(struct srn_engine *eng, uint64_t at_ns)
+{
+	pthread_mutex_lock(&eng->timer_lock);
+	timer_program_locked(eng, at_ns);
 	pthread_mutex_unlock(&eng->timer_lock);
 }
 
@@ -140,7 +174,23 @@ static void put_qp(struct srn_rc_state *rc)
 
 /* ---- receive ------------------------------------------------------------- */
 
-static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
+/* The QP the last packet went to, still locked and pinned: the packets of
+ * one GRO buffer almost always go to one QP, which is then looked up and
+ * locked once for all of them. */
+struct rx_hold {
+	struct srn_rc_state *rc;
+};
+
+static void rx_release(struct rx_hold *h)
+{
+	if (h->rc) {
+		pthread_mutex_unlock(&h->rc->qp->lock);
+		put_qp(h->rc);
+		h->rc = NULL;
+	}
+}
+
+static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold *h)
 {
 	struct wire_pkt pkt;
 	struct wire_l3 l3;
@@ -150,6 +200,7 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 	uint8_t svc;
 
 	if (m->len == 0 && !m->truncated) {
+		rx_release(h);
 		/* a same-host sender's doorbell (net/shm_ring.c).  Meant for
 		 * the engine thread: if an application thread read it, pass
 		 * the wake-up on through the timer. */
@@ -203,6 +254,11 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 		return;
 	}
 	l3.ip_id = id; /* the UD GRH slot shows the IPv4 header as sent */
+	if (h->rc && h->rc->qpn == pkt.dqpn) {
+		rc = h->rc; /* locked already */
+		goto deliver;
+	}
+	rx_release(h);
 	if (pkt.dqpn == WIRE_GSI_QPN) {
 		/* QP1: a CM MAD for one of this host's CM agents */
 		srn_gsi_forward(eng, &pkt, m);
@@ -225,6 +281,8 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 		return;
 	}
 	pthread_mutex_lock(&rc->qp->lock);
+	h->rc = rc;
+deliver:
 	if (rc->dead) {
 		rc_count(rc, SRN_CNT_rx_drop_no_qp);
 	} else if (svc != (rc->type == IBV_QPT_UD ? WIRE_UD :
@@ -243,8 +301,14 @@ static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 		else
 			completer_rx(rc, &pkt);
 	}
-	pthread_mutex_unlock(&rc->qp->lock);
-	put_qp(rc);
+}
+
+static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
+{
+	struct rx_hold h = { NULL };
+
+	rx_pkt(eng, m, &h);
+	rx_release(&h);
 }
 
 void srn_engine_rx_msg(struct srn_engine *eng, struct net_udp_msg *m)
@@ -287,48 +351,60 @@ int srn_engine_rx_batch(struct srn_engine *eng)
 	int r = srn_engine_rx_shm(eng, ENGINE_BATCH);
 	int n = srn_engine_rx_sock(eng);
 
-	/* ENGINE_BATCH or more: either source may have more waiting */
-	return r == ENGINE_BATCH ? ENGINE_BATCH : n + r;
+	/* ENGINE_BATCH: either source may have more waiting */
+	return r == ENGINE_BATCH || n == ENGINE_SOCK_BATCH ? ENGINE_BATCH : n + r;
 }
 
 int srn_engine_rx_sock(struct srn_engine *eng)
 {
-	int n = net_udp_recv_batch(&eng->udp, eng->msgs, ENGINE_BATCH);
+	int n = net_udp_recv_batch(&eng->udp, eng->msgs, ENGINE_SOCK_BATCH);
+	struct rx_hold h = { NULL };
 
 	for (int i = 0; i < n; i++) {
 		struct net_udp_msg *m = &eng->msgs[i];
+		struct net_udp_msg one;
 
 		if (!m->seg || m->truncated) {
-			rx_one(eng, m);
+			rx_pkt(eng, m, &h);
 			continue;
 		}
 		/* GRO: several packets back to back, each seg bytes but the
 		 * last; each is a whole RoCE packet with its own ICRC */
+		one = *m;
+		one.seg = 0;
 		for (uint32_t off = 0; off < m->len; off += m->seg) {
-			struct net_udp_msg one = *m;
-
 			one.buf = m->buf + off;
 			one.len = m->len - off < m->seg ? m->len - off : m->seg;
-			one.seg = 0;
 			one.id_hint = (uint16_t)(off / m->seg);
-			rx_one(eng, &one);
+			rx_pkt(eng, &one, &h);
 		}
 	}
+	rx_release(&h);
 	responder_rx_batch_end(eng); /* ACKs held back in the batch */
 	return n > 0 ? n : 0;
 }
 
 /* ---- timers -------------------------------------------------------------- */
 
-static void run_timers(struct srn_engine *eng)
+/* Every QP is looked at (under its lock, which an application thread may
+ * hold) only once the earliest QP deadline has passed: the engine's
+ * deferral steps fire far more often.  Any thread, no lock held. */
+void srn_engine_run_qp_timers(struct srn_engine *eng, uint64_t now)
 {
 	struct srn_rc_state **snap;
-	uint64_t now, next = 0;
+	uint64_t next = 0, due;
 	uint32_t n;
 
+	due = atomic_load_explicit(&eng->qp_due_ns, memory_order_relaxed);
+	if (!due || due > now)
+		return;
 	pthread_mutex_lock(&eng->timer_lock);
-	eng->timer_armed_ns = 0;
+	due = eng->qp_due_ns;
+	if (due && due <= now)
+		atomic_store_explicit(&eng->qp_due_ns, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&eng->timer_lock);
+	if (!due || due > now)
+		return;
 
 	pthread_mutex_lock(&eng->qps_lock);
 	n = eng->n_all;
@@ -365,34 +441,94 @@ static void run_timers(struct srn_engine *eng)
 		srn_engine_arm(eng, next);
 }
 
+/* The timerfd fired: nothing is programmed any more. */
+static void timer_fired(struct srn_engine *eng)
+{
+	pthread_mutex_lock(&eng->timer_lock);
+	eng->timer_armed_ns = 0;
+	pthread_mutex_unlock(&eng->timer_lock);
+	srn_engine_run_qp_timers(eng, srn_now_ns());
+}
+
+/* Before the engine sleeps: the timer must fire by the next QP deadline,
+ * unless an application thread that polls takes care of it (see
+ * srn_engine_arm). */
+static void timer_rearm(struct srn_engine *eng)
+{
+	pthread_mutex_lock(&eng->timer_lock);
+	if (eng->qp_due_ns && (!atomic_load_explicit(&eng->deferring, memory_order_relaxed) ||
+			       !app_polling(eng, srn_now_ns())))
+		timer_program_locked(eng, eng->qp_due_ns);
+	pthread_mutex_unlock(&eng->timer_lock);
+}
+
 /* ---- thread -------------------------------------------------------------- */
 
-/* Drain the socket (bounded).  A blocking lock, not trylock: with a
- * level-triggered epoll, giving up while an application thread receives
- * would spin on epoll_wait. */
+/* Drain the socket (bounded).  A blocking lock, not trylock: the socket
+ * is re-armed after this, and re-armed with packets still waiting it
+ * would wake us again at once. */
 static void engine_rx(struct srn_engine *eng)
 {
 	pthread_mutex_lock(&eng->rx_lock);
-	for (int b = 0; b < ENGINE_BATCHES_PER_WAKE; b++)
+	for (int b = 0; b < ENGINE_BATCHES_PER_WAKE; b++) {
+		atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_rx_batches], 1,
+					  memory_order_relaxed);
 		if (srn_engine_rx_batch(eng) < ENGINE_BATCH)
 			break;
+	}
 	pthread_mutex_unlock(&eng->rx_lock);
+}
+
+/* One batch if no application thread is receiving right now (it holds
+ * rx_lock a few microseconds at a time: wait for it that long, no more).
+ * Returns the packets read. */
+static int engine_rx_try(struct srn_engine *eng, uint64_t wait_ns)
+{
+	uint64_t end = 0;
+	int n;
+
+	while (pthread_mutex_trylock(&eng->rx_lock)) {
+		uint64_t now = srn_now_ns();
+
+		if (!end)
+			end = now + wait_ns;
+		else if (now >= end)
+			return 0;
+		sched_yield();
+	}
+	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_rx_batches], 1, memory_order_relaxed);
+	n = srn_engine_rx_batch(eng);
+	pthread_mutex_unlock(&eng->rx_lock);
+	return n;
 }
 
 /* While an application thread polls its CQ it receives inline
  * (srn_transport_progress); the engine thread then stays out of the way:
  * waking it for every packet would only steal a CPU from the poller (this
- * machine may have 2 cores) and contend for rx_lock.  The socket is in the
- * epoll set one-shot.  When a packet arrives within ENGINE_APP_ACTIVE_NS of
- * an application poll, the engine leaves the socket disarmed and looks
- * again after a short deferral, doubling it (up to ENGINE_DEFER_MAX_NS)
- * while the application keeps polling, and takes over as soon as a
- * deferral passes without a poll (an application that spins on memory,
- * like ib_write_lat, or went to sleep in the completion channel). */
+ * machine may have 2 cores: two spinning applications and one engine
+ * thread woken per packet time-slice, the applications' polls go stale,
+ * and the engine keeps being woken) and contend with it for rx_lock and
+ * the QP locks.  The socket is in the epoll set one-shot.  When a packet
+ * wakes the engine and an application thread polled within
+ * ENGINE_APP_IDLE_NS, the engine reads what is there (awake anyway) and
+ * leaves the socket disarmed; it looks in again when a deferral ends: if
+ * the application polled during it, the next step is twice as long (up
+ * to ENGINE_DEFER_MAX_NS), or the shortest again when packets were
+ * waiting (the application does not drain the socket: it spins on memory
+ * between its polls, like ib_write_lat's target; see also
+ * requester_ack_rides); if it did not poll, the engine takes over (reads
+ * and re-arms the socket: the application sleeps in the completion
+ * channel, or went away). */
 enum {
-	ENGINE_APP_ACTIVE_NS = 10 * 1000,
+	ENGINE_APP_IDLE_NS = 50 * 1000,
 	ENGINE_DEFER_MIN_NS = 10 * 1000,
+	/* Each look costs a wake-up (and on a 2-CPU host takes the CPU from
+	 * a poller for a few us); the longest step is about what a packet
+	 * may wait when the application stops polling (twice that at
+	 * worst). */
 	ENGINE_DEFER_MAX_NS = 200 * 1000,
+	/* how long the engine waits for an application thread's receive */
+	ENGINE_RX_WAIT_NS = 5 * 1000,
 };
 
 struct engine_defer {
@@ -412,11 +548,12 @@ static void defer_for(struct srn_engine *eng, struct engine_defer *d, uint64_t n
 		      uint64_t step)
 {
 	d->on = true;
+	atomic_store_explicit(&eng->deferring, true, memory_order_relaxed);
 	d->since = now;
 	d->step = step;
-	srn_engine_arm(eng, now + step);
+	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_defers], 1, memory_order_relaxed);
+	timer_program(eng, now + step);
 }
-
 
 /* After work the engine keeps polling the socket for up to linger_ns
  * since the last packet before it goes back to sleep: under a stream of
@@ -439,10 +576,13 @@ static void linger_init(void)
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
 		ncpu = CPU_COUNT(&set);
 	linger_ncpu = ncpu;
-	/* Off by default: measured here it helps bandwidth little and hurts
-	 * ib_write_lat badly (4 spinners on 2 CPUs); opt in with the env. */
-	linger_ns = 0;
-	(void)ENGINE_LINGER_NS;
+	/* On by default: a target whose application does not poll (ib_read_lat,
+	 * ib_atomic_lat) then answers the next request without a wake-up
+	 * (measured here: 31-40 -> 8-9 us a round trip).  It used to hurt
+	 * ib_write_lat (4 spinners on 2 CPUs); now that the engine threads
+	 * stay out of a polled exchange, and cpu_is_free() stops it while
+	 * threads wait for a CPU, it does not (measured). */
+	linger_ns = ncpu > 1 ? ENGINE_LINGER_NS : 0;
 	if (e && *e)
 		linger_ns = (uint64_t)atoll(e) * 1000;
 }
@@ -506,32 +646,43 @@ static void engine_linger(struct srn_engine *eng)
 		}
 	}
 }
-/* The socket has packets (fresh = from epoll; else a deferral ended). */
+/* The socket has packets (fresh = from epoll), or a deferral ended. */
 static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fresh)
 {
 	uint64_t now = srn_now_ns();
 	uint64_t last = atomic_load_explicit(&eng->app_poll_ns, memory_order_relaxed);
 
-	if (fresh && now - last < ENGINE_APP_ACTIVE_NS) {
-		defer_for(eng, d, now, ENGINE_DEFER_MIN_NS);
-		return;
-	}
 	if (!fresh) {
+		if (!d->on)
+			return;
 		if (now < d->since + d->step) {
-			/* a QP timer fired; run_timers re-armed only for the
-			 * QPs, so ask again for the end of the deferral */
-			srn_engine_arm(eng, d->since + d->step);
+			/* a QP timer fired: the deferral still runs */
+			timer_program(eng, d->since + d->step);
 			return;
 		}
 		if (last > d->since) {
 			uint64_t step = d->step * 2;
 
+			/* packets waiting: the application does not drain
+			 * the socket itself (it spins on memory between its
+			 * polls): shortest steps */
 			defer_for(eng, d, now, step > ENGINE_DEFER_MAX_NS ?
 					       ENGINE_DEFER_MAX_NS : step);
+			if (engine_rx_try(eng, 0) > 0)
+				defer_for(eng, d, now, ENGINE_DEFER_MIN_NS);
 			return;
 		}
 	}
+	if (fresh && last + ENGINE_APP_IDLE_NS > now) {
+		/* Deferring first: QP deadlines armed while we read are then
+		 * left to the poller (srn_engine_arm).  Awake anyway, read
+		 * what is there (unless the application is at it). */
+		defer_for(eng, d, now, ENGINE_DEFER_MIN_NS);
+		engine_rx_try(eng, ENGINE_RX_WAIT_NS);
+		return;
+	}
 	d->on = false;
+	atomic_store_explicit(&eng->deferring, false, memory_order_relaxed);
 	engine_rx(eng);
 	engine_linger(eng);
 	arm_socket(eng);
@@ -627,7 +778,9 @@ static void *engine_main(void *arg)
 
 		if (idle < 0)
 			continue;
+		timer_rearm(eng);
 		n = epoll_wait(eng->epfd, ev, 4, -1);
+		atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_wakes], 1, memory_order_relaxed);
 		if (idle > 0) {
 			net_shm_inbox_set_sleeping(eng->inbox, false);
 			atomic_store(&eng->shm_asleep, false);
@@ -644,7 +797,7 @@ static void *engine_main(void *arg)
 
 				if (read(eng->tfd, &x, sizeof(x)) < 0 && errno != EAGAIN)
 					continue;
-				run_timers(eng);
+				timer_fired(eng);
 				if (defer.on)
 					socket_ready(eng, &defer, false);
 			} else if (fd == eng->udp.fd) {
@@ -706,14 +859,14 @@ int srn_engine_start(struct srn_context *ctx)
 	if (pcap && *pcap && !net_pcap_enabled())
 		net_pcap_open(pcap);
 
-	eng->msgs = calloc(ENGINE_BATCH, sizeof(*eng->msgs));
-	eng->rxbuf = malloc((size_t)ENGINE_BATCH * ENGINE_BUF);
+	eng->msgs = calloc(ENGINE_SOCK_BATCH, sizeof(*eng->msgs));
+	eng->rxbuf = malloc((size_t)ENGINE_SOCK_BATCH * ENGINE_BUF);
 	eng->by_qpn = calloc(NET_REG_SLOTS, sizeof(*eng->by_qpn));
 	if (!eng->msgs || !eng->rxbuf || !eng->by_qpn) {
 		ret = ENOMEM;
 		goto fail;
 	}
-	for (int i = 0; i < ENGINE_BATCH; i++) {
+	for (int i = 0; i < ENGINE_SOCK_BATCH; i++) {
 		eng->msgs[i].buf = eng->rxbuf + (size_t)i * ENGINE_BUF;
 		eng->msgs[i].cap = ENGINE_BUF;
 	}

@@ -33,7 +33,8 @@
 	X(tx_shm_packets) X(rx_shm_packets) X(shm_ring_full) X(shm_doorbells) \
 	X(direct_write) X(direct_read) X(direct_atomic) X(direct_send) X(direct_fallback) \
 	X(direct_vm)                                                       \
-	X(rx_forwarded)
+	X(rx_forwarded)                                                    \
+	X(engine_wakes) X(engine_rx_batches) X(engine_defers) X(ack_held)
 
 enum srn_counter {
 #define SRN_CNT_ENUM(n) SRN_CNT_##n,
@@ -58,7 +59,7 @@ struct srn_engine {
 	/* Held for a whole recv+process batch so one QP's packets are
 	 * processed in arrival order, whichever thread receives. */
 	pthread_mutex_t rx_lock;
-	struct net_udp_msg *msgs;    /* ENGINE_BATCH receive slots */
+	struct net_udp_msg *msgs;    /* ENGINE_SOCK_BATCH receive slots */
 	uint8_t *rxbuf;              /* their buffers */
 
 	/* This context's QPs.  by_qpn indexes the registry's QPN space. */
@@ -71,6 +72,8 @@ struct srn_engine {
 
 	pthread_mutex_t timer_lock;
 	uint64_t timer_armed_ns;     /* CLOCK_MONOTONIC deadline, 0 = off */
+	_Atomic uint64_t qp_due_ns;  /* earliest QP deadline asked for, 0 = none */
+	atomic_bool deferring;       /* the engine leaves the socket to a poller */
 
 	struct srn_mcast *mcast;     /* multicast groups joined (mcast.c) */
 
@@ -89,10 +92,16 @@ struct srn_engine {
 
 uint64_t srn_now_ns(void);
 
-/* Make sure the engine wakes at or before at_ns. */
+/* Make sure the engine wakes at or before at_ns and runs the QP timers
+ * (completer_timer) then. */
 void srn_engine_arm(struct srn_engine *eng, uint64_t at_ns);
 
-enum { ENGINE_BATCH = 32 };
+/* ENGINE_BATCH: packets per look at the same-host inbox.  ENGINE_SOCK_BATCH:
+ * datagrams per recvmmsg; with GRO each may hold up to 64 KiB (an RDMA
+ * WRITE of 64 KiB arrives as two: its first packet, longer, on its own),
+ * and the batch is checked and copied out right after the kernel's copy,
+ * so what it holds should stay in the L2 cache (up to 1 MiB). */
+enum { ENGINE_BATCH = 32, ENGINE_SOCK_BATCH = 16 };
 
 /* Receive and process one batch without blocking (rx_lock must be held).
  * Returns the number of packets (ENGINE_BATCH: more may be waiting). */
@@ -100,8 +109,13 @@ int srn_engine_rx_batch(struct srn_engine *eng);
 /* Only the same-host inbox: up to max packets, no system call (rx_lock
  * held).  Returns the number processed. */
 int srn_engine_rx_shm(struct srn_engine *eng, int max);
-/* Only the socket: one recvmmsg batch (rx_lock held).  Datagrams read. */
+/* Only the socket: one recvmmsg batch (rx_lock held).  Datagrams read
+ * (ENGINE_SOCK_BATCH: more may be waiting). */
 int srn_engine_rx_sock(struct srn_engine *eng);
+
+/* Run the QP timers (completer_timer) if the earliest deadline passed.
+ * Any thread, no lock held. */
+void srn_engine_run_qp_timers(struct srn_engine *eng, uint64_t now);
 
 /* Table of this context's QPs. */
 int srn_engine_add_qp(struct srn_engine *eng, struct srn_rc_state *rc);

@@ -293,6 +293,9 @@ void srn_transport_progress(struct srn_context *ctx)
 	now = srn_now_ns();
 	/* tells the engine thread an application thread is receiving */
 	atomic_store_explicit(&eng->app_poll_ns, now, memory_order_relaxed);
+	/* QP deadlines that passed: while we poll, the engine thread leaves
+	 * them to us (srn_engine_arm) */
+	srn_engine_run_qp_timers(eng, now);
 	if (pthread_mutex_trylock(&eng->rx_lock))
 		return;
 	if (eng->inbox) {
@@ -314,7 +317,7 @@ void srn_transport_progress(struct srn_context *ctx)
 		int n = eng->inbox ? srn_engine_rx_sock(eng) : srn_engine_rx_batch(eng);
 
 		got += n > 0 ? n : 0;
-		if (n < ENGINE_BATCH)
+		if (n < (eng->inbox ? ENGINE_SOCK_BATCH : ENGINE_BATCH))
 			break;
 	}
 	if (eng->inbox) {

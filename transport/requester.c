@@ -322,14 +322,56 @@ static void requester_run_locked(struct srn_rc_state *rc)
 /* Packets built in one run leave in GSO batches (tx.c).  An ACK the
  * responder held back for this QP goes with them: after the reply an
  * application sends when a message arrived, and when sizes match in the
- * same system call. */
+ * same system call.  Only when the run sent something: a run with
+ * nothing to send (say, the completer's after an ACK that came in the
+ * same GRO buffer as a request) would otherwise cost a system call of
+ * its own just before the application's reply, which carries it free. */
 void requester_run(struct srn_rc_state *rc)
 {
+	uint64_t sent = atomic_load_explicit(&rc->cnt[SRN_CNT_tx_packets],
+					     memory_order_relaxed);
+
 	rc_tx_batch_begin();
 	requester_run_locked(rc);
-	if (rc->ack_pending && rc->type == IBV_QPT_RC)
-		responder_ack_flush(rc);
+	if (atomic_load_explicit(&rc->cnt[SRN_CNT_tx_packets], memory_order_relaxed) != sent) {
+		rc->req_tx_ns = srn_now_ns();
+		if (rc->ack_pending && rc->type == IBV_QPT_RC)
+			responder_ack_flush(rc);
+	}
 	rc_tx_batch_end();
+}
+
+/* Ping-pong over RDMA WRITE (ib_write_lat): the target's application
+ * spins on memory, so its engine thread places each write; an ACK sent
+ * at once reaches the requester alone, and the requester's application,
+ * done polling, spins on memory when the answer comes: the answer then
+ * needs the requester's engine thread too, a wake-up (10-40 us here, a
+ * 4 ms tick when spinners hold both CPUs) per message.  Held back, the
+ * ACK leaves with the answer (requester_run), the requester's poll for it
+ * finds the answer in the same GRO buffer, and no engine thread has to
+ * run.  Only for a QP that sent within RC_ANSWER_RECENT_NS (it converses),
+ * and for RC_ACK_RIDE_NS at most: then the timer sends it. */
+enum {
+	RC_ANSWER_RECENT_NS = 1000 * 1000,
+	RC_ACK_RIDE_NS = 50 * 1000,
+};
+
+bool requester_ack_rides(struct srn_rc_state *rc)
+{
+	uint64_t now, due;
+
+	if (!rc->ack_pending || rc->type != IBV_QPT_RC || rc->shm_peer || !rc->req_tx_ns ||
+	    rc_state(rc) != IBV_QPS_RTS)
+		return false;
+	now = srn_now_ns();
+	if (now - rc->req_tx_ns > RC_ANSWER_RECENT_NS)
+		return false;
+	due = now + RC_ACK_RIDE_NS;
+	if (due < rc->ack_due)
+		rc->ack_due = due;
+	srn_engine_arm(rc->eng, rc->ack_due);
+	rc_count(rc, SRN_CNT_ack_held);
+	return true;
 }
 
 void requester_rewind(struct srn_rc_state *rc, uint32_t psn)

@@ -179,7 +179,9 @@ void responder_rx_batch_end(struct srn_engine *eng)
 		if (!rc)
 			continue;
 		pthread_mutex_lock(&rc->qp->lock);
-		if (!rc->dead && rc->type == IBV_QPT_RC)
+		/* (the engine thread may leave it for the application's
+		 * answer: requester_ack_rides) */
+		if (!rc->dead && rc->type == IBV_QPT_RC && !(all && requester_ack_rides(rc)))
 			responder_ack_flush(rc);
 		pthread_mutex_unlock(&rc->qp->lock);
 		srn_engine_put_qp(rc);

@@ -54,16 +54,20 @@ int rc_sge_map(struct srn_rc_state *rc, struct srn_pd *pd,
 /* ---- GSO batching ----------------------------------------------------------
  * Between rc_tx_batch_begin and rc_tx_batch_end (one requester_run, under
  * the QP's lock) packets to one destination are collected, payload still
- * pointing into registered memory, and leave in one sendmsg with
- * UDP_SEGMENT: one system call per ~60 KiB instead of per packet.  Each
- * is a complete RoCE packet whose ICRC uses its index in the send as IPv4
- * ID, which is what the kernel gives GSO segments (WIRE.md).  GSO wants
- * equal segments except the last, so a packet of another size ends the
- * batch.  Per thread, so no locking; flushed before the lock is let go,
- * so a QP's packets keep their order. */
+ * pointing into registered memory, and leave in UDP_SEGMENT (GSO) sends:
+ * one per ~60 KiB instead of one per packet.  Each is a complete RoCE
+ * packet whose ICRC uses its index in its send as IPv4 ID, which is what
+ * the kernel gives GSO segments (WIRE.md).  GSO wants equal segments
+ * except the last, so a packet of another size starts a new send (a
+ * group); the groups of a batch leave together in one sendmmsg (an RDMA
+ * WRITE's first packet, with its RETH, is longer than the rest: without
+ * this every message cost two system calls).  Per thread, so no locking;
+ * flushed before the lock is let go, so a QP's packets keep their order. */
 enum {
-	TXB_MAX_SEGS = 64,
-	TXB_MAX_BYTES = 65000,       /* under the 65507-byte UDP limit */
+	TXB_MAX_SEGS = 128,
+	TXB_MAX_GROUPS = 8,
+	TXB_MAX_BYTES = 65000,       /* per send: under the 65507-byte UDP limit */
+	TXB_MAX_GROUP_SEGS = 64,     /* per send: the kernel's UDP_MAX_SEGMENTS */
 	TXB_MAX_IOV = 1024,          /* UIO_MAXIOV */
 	TXB_TAIL = 8,                /* pad (<= 3) + ICRC */
 };
@@ -72,9 +76,12 @@ struct tx_batch {
 	int depth;                   /* begin/end nesting */
 	struct srn_engine *eng;      /* socket and destination of the batch */
 	struct net_addr to;
-	int nseg, niov;
-	uint32_t seg, bytes;
-	int seg_iov[TXB_MAX_SEGS];
+	int nseg, niov;              /* in all groups */
+	int ngrp;
+	bool grp_closed;             /* the last group ended with a short packet */
+	uint32_t grp_bytes;          /* in the last group */
+	struct net_udp_gso grp[TXB_MAX_GROUPS];
+	int seg_iov[TXB_MAX_SEGS];   /* where each packet starts in iov */
 	struct iovec iov[TXB_MAX_IOV];
 	uint8_t hdr[TXB_MAX_SEGS][WIRE_MAX_HDR_LEN];
 	uint8_t tail[TXB_MAX_SEGS][TXB_TAIL];
@@ -85,25 +92,31 @@ static __thread struct tx_batch *txb;
 static void txb_flush(void)
 {
 	struct tx_batch *b = txb;
-	int ret;
+	int done = 0, ret = 0;
 
-	if (!b || b->nseg == 0)
+	if (!b || b->ngrp == 0)
 		return;
-	ret = net_udp_send_segs(&b->eng->udp, &b->to, b->iov, b->niov, b->seg, b->nseg,
-				b->seg_iov);
-	if (ret == -EAGAIN && net_udp_wait_writable(&b->eng->udp, 5))
-		ret = net_udp_send_segs(&b->eng->udp, &b->to, b->iov, b->niov, b->seg,
-					b->nseg, b->seg_iov);
+	while (done < b->ngrp) {
+		ret = net_udp_send_gso(&b->eng->udp, &b->to, b->iov, b->seg_iov,
+				       b->grp + done, b->ngrp - done);
+		if (ret == -EAGAIN && net_udp_wait_writable(&b->eng->udp, 5))
+			ret = net_udp_send_gso(&b->eng->udp, &b->to, b->iov, b->seg_iov,
+					       b->grp + done, b->ngrp - done);
+		if (ret <= 0)
+			break;
+		done += ret;
+	}
 	if (ret == -EAGAIN)
 		atomic_fetch_add_explicit(&b->eng->cnt[SRN_CNT_tx_eagain], 1,
 					  memory_order_relaxed);
 	else if (ret < 0)
 		atomic_fetch_add_explicit(&b->eng->cnt[SRN_CNT_tx_error], 1,
 					  memory_order_relaxed);
-	/* A batch that could not go is lost like on a wire; the ACK timeout
-	 * resends it. */
-	b->nseg = b->niov = 0;
-	b->bytes = b->seg = 0;
+	/* What could not go is lost like on a wire; the ACK timeout resends
+	 * it. */
+	b->nseg = b->niov = b->ngrp = 0;
+	b->grp_bytes = 0;
+	b->grp_closed = false;
 }
 
 void rc_tx_batch_begin(void)
@@ -145,18 +158,33 @@ static int txb_add(struct srn_rc_state *rc, const struct iovec *iov, int n,
 {
 	struct tx_batch *b = txb;
 	struct wire_l3 l3 = rc->l3;
+	struct net_udp_gso *g;
 	uint32_t icrc;
 	uint8_t *tail;
 	int k;
 
 	if (b->nseg && (b->eng != rc->eng || !same_addr(&b->to, &rc->peer) ||
-			len > b->seg || b->nseg == TXB_MAX_SEGS ||
-			b->bytes + len > TXB_MAX_BYTES || b->niov + n > TXB_MAX_IOV))
+			b->nseg == TXB_MAX_SEGS || b->niov + n > TXB_MAX_IOV))
 		txb_flush();
+	g = b->ngrp ? &b->grp[b->ngrp - 1] : NULL;
+	if (g && (b->grp_closed || len > g->seg || g->nseg == TXB_MAX_GROUP_SEGS ||
+		  b->grp_bytes + len > TXB_MAX_BYTES)) {
+		if (b->ngrp == TXB_MAX_GROUPS)
+			txb_flush();
+		g = NULL;
+	}
 	if (b->nseg == 0) {
 		b->eng = rc->eng;
 		b->to = rc->peer;
-		b->seg = len;
+	}
+	if (!g) {
+		g = &b->grp[b->ngrp++];
+		g->seg0 = b->nseg;
+		g->iov0 = b->niov;
+		g->nseg = 0;
+		g->seg = len;
+		b->grp_bytes = 0;
+		b->grp_closed = false;
 	}
 	k = b->nseg;
 	b->seg_iov[k] = b->niov;
@@ -169,9 +197,10 @@ static int txb_add(struct srn_rc_state *rc, const struct iovec *iov, int n,
 	memset(tail, 0, TXB_TAIL);
 	b->iov[b->niov].iov_base = tail;
 	b->iov[b->niov].iov_len = (size_t)tlen - WIRE_ICRC_LEN;
-	/* ICRC over header + payload + pad, with this segment's IPv4 ID (0
-	 * when the batch will go packet by packet: see net_udp_send_segs) */
-	l3.ip_id = b->eng->udp.gso_off || net_udp_faults() ? 0 : (uint16_t)k;
+	/* ICRC over header + payload + pad, with this packet's index in its
+	 * send as IPv4 ID (0 when the batch will go packet by packet: see
+	 * net_udp_send_gso) */
+	l3.ip_id = b->eng->udp.gso_off || net_udp_faults() ? 0 : (uint16_t)g->nseg;
 	icrc = wire_icrc(&l3, &b->iov[b->seg_iov[k]], b->niov - b->seg_iov[k] +
 			 (tlen > WIRE_ICRC_LEN ? 1 : 0));
 	tail[tlen - 4] = (uint8_t)icrc;
@@ -180,13 +209,15 @@ static int txb_add(struct srn_rc_state *rc, const struct iovec *iov, int n,
 	tail[tlen - 1] = (uint8_t)(icrc >> 24);
 	b->iov[b->niov++].iov_len = (size_t)tlen;
 	b->nseg++;
-	b->bytes += len;
+	g->nseg++;
+	g->niov = b->niov - g->iov0;
+	b->grp_bytes += len;
 	if (net_pcap_enabled()) {
 		l3.dport = SRN_ROCE_UDP_PORT;
 		net_pcap_write(&l3, &b->iov[b->seg_iov[k]], b->niov - b->seg_iov[k]);
 	}
-	if (len < b->seg)
-		txb_flush(); /* a shorter packet can only be the last */
+	if (len < g->seg)
+		b->grp_closed = true; /* a shorter packet can only be the last */
 	return 0;
 }
 
@@ -206,7 +237,7 @@ static int tx_shm(struct srn_rc_state *rc, struct iovec *iov, int n, uint8_t *ta
 	int ret;
 
 	/* what an open GSO batch holds left first */
-	if (txb && txb->nseg)
+	if (txb && txb->ngrp)
 		txb_flush();
 	icrc = wire_icrc(&rc->l3, iov, n + (padcnt ? 1 : 0));
 	tail[padcnt + 0] = (uint8_t)icrc;
