@@ -148,6 +148,28 @@ void cm_channel_purge(struct cm_channel *ch, struct cm_id *id)
 	pthread_mutex_unlock(&ch->lock);
 }
 
+/* A thread cancelled in pthread_cond_wait leaves it holding the mutex:
+ * rping cancels its CM thread asleep in rdma_get_cm_event, and the next
+ * rdma_destroy_id then waited forever for ch->lock.  (rdma-core sleeps in
+ * read(), which holds no lock.) */
+static void chan_sleep_cancelled(void *arg)
+{
+	struct cm_channel *ch = arg;
+
+	ch->waiters--;
+	pthread_mutex_unlock(&ch->lock);
+}
+
+/* Sleep until signalled (ch->lock held; a cancellation point). */
+static void chan_sleep(struct cm_channel *ch)
+{
+	ch->waiters++;
+	pthread_cleanup_push(chan_sleep_cancelled, ch);
+	pthread_cond_wait(&ch->cond, &ch->lock);
+	pthread_cleanup_pop(0);
+	ch->waiters--;
+}
+
 /* Pop the head, blocking unless the fd is non-blocking. */
 static int chan_pop(struct cm_channel *ch, struct cm_event **out)
 {
@@ -160,9 +182,7 @@ static int chan_pop(struct cm_channel *ch, struct cm_event **out)
 			errno = EAGAIN;
 			return -1;
 		}
-		ch->waiters++;
-		pthread_cond_wait(&ch->cond, &ch->lock);
-		ch->waiters--;
+		chan_sleep(ch);
 	}
 	*out = ch->head;
 	ch->head = (*out)->next;
@@ -180,9 +200,7 @@ int cm_channel_wait(struct cm_channel *ch, struct rdma_cm_event **ev)
 
 	pthread_mutex_lock(&ch->lock);
 	while (!ch->head) {
-		ch->waiters++;
-		pthread_cond_wait(&ch->cond, &ch->lock);
-		ch->waiters--;
+		chan_sleep(ch);
 	}
 	e = ch->head;
 	ch->head = e->next;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/mode.h"
 #include "net/registry.h"
 #include "transport/direct_priv.h"
 #include "transport/rc.h"
@@ -36,7 +37,8 @@ void direct_send_publish(struct srn_qp *qp, struct net_reg_qpinfo *in)
 	int fd;
 
 	in->rq_off = 0;
-	if (qp->srq || !qp->rqs || !qp->rq_share || !cq || !cq->share)
+	if (qp->srq || !qp->rqs || !qp->rq_share || !cq || !cq->share ||
+	    (cq->ibv.channel && !net_direct_channel_enabled()))
 		return;
 	fd = srn_mr_share_fd(qp->rq_share);
 	if (fd < 0 || fd != srn_mr_share_fd(cq->share))

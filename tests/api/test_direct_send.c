@@ -273,6 +273,8 @@ int main(void)
 		return 1;
 	unlink(log);
 	setenv("SOFTRNIC_LOG", "debug", 1);
+	/* the channel case below is about direct delivery into such CQs */
+	setenv("SOFTRNIC_DIRECT_CHANNEL", "1", 1);
 	dup2(logfd, 2);
 	if (t_end_init(&a) || t_end_init(&b)) {
 		dup2(err2, 2);

@@ -23,7 +23,8 @@ t_port() { echo $(( 20000 + (RANDOM % 20000) )); }
 
 # t_pair NAME SECS "SERVER CMD" "CLIENT CMD": runs both through softrnic,
 # the client after the server listens; both must exit 0.  Output goes to
-# $T_TMP/NAME.{server,client}.  Returns 0 when both succeed.
+# $T_TMP/NAME.{server,client}.  Returns 0 when both succeed; their exit
+# statuses are left in T_PAIR_SRV and T_PAIR_CLI.
 t_pair() {
 	local name=$1 secs=$2 scmd=$3 ccmd=$4 spid srv cli
 	timeout -k 2 "$secs" "$SOFTRNIC" run -- $scmd >"$T_TMP/$name.server" 2>&1 &
@@ -33,6 +34,7 @@ t_pair() {
 	cli=$?
 	wait $spid
 	srv=$?
+	T_PAIR_SRV=$srv T_PAIR_CLI=$cli
 	if [ $srv -ne 0 ] || [ $cli -ne 0 ]; then
 		echo "  server ($scmd) exit $srv:"; sed 's/^/    | /' "$T_TMP/$name.server" | tail -15
 		echo "  client ($ccmd) exit $cli:"; sed 's/^/    | /' "$T_TMP/$name.client" | tail -15
