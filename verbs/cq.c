@@ -300,17 +300,13 @@ struct ibv_cq_ex *srn_create_cq_ex(struct ibv_context *context,
 static void cq_ring_close(struct srn_cq_ring *r, uint32_t size)
 {
 	uint64_t p = atomic_fetch_or(&r->prod, SRN_CQ_CLOSED) & ~SRN_CQ_CLOSED;
-	uint64_t c = atomic_load(&r->cons);
-	struct timespec t0, t;
+	uint64_t c = atomic_load(&r->cons), t0 = cq_now();
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (uint64_t i = c; i < p; i++) {
 		struct srn_cqe_slot *s = &r->ent[i & (size - 1)];
 
 		while (atomic_load_explicit(&s->seq, memory_order_acquire) != (uint32_t)(i + 1)) {
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) >
-			    100 * 1000 * 1000L) {
+			if (cq_now() - t0 > 100 * 1000 * 1000u) {
 				srn_cq_ring_publish(r, size, i, NULL, 0);
 				break;
 			}

@@ -100,25 +100,9 @@ static inline size_t srn_rq_ring_bytes(uint32_t max_wr)
 
 /* ---- CQ: producers --------------------------------------------------- */
 
-/* Reserve one entry: 0 and *idx; -ENOSPC when full, -EPIPE when closed. */
-static inline int srn_cq_ring_reserve(struct srn_cq_ring *r, uint32_t size, uint64_t *idx)
-{
-	uint64_t p = atomic_load_explicit(&r->prod, memory_order_relaxed);
-
-	do {
-		if (p & SRN_CQ_CLOSED)
-			return -EPIPE;
-		if (p - atomic_load_explicit(&r->cons, memory_order_acquire) >= size)
-			return -ENOSPC;
-	} while (!atomic_compare_exchange_weak_explicit(&r->prod, &p, p + 1,
-							memory_order_acq_rel,
-							memory_order_relaxed));
-	*idx = p;
-	return 0;
-}
-
-/* The same with the caller's copy of cons (a peer's): cons is read
- * (a cache miss) only when the copy says the ring may be full. */
+/* Reserve one entry: 0 and *idx; -ENOSPC when full, -EPIPE when closed.
+ * *cons is the caller's copy of cons (a peer keeps one): cons itself is
+ * read (a cache miss) only when the copy says the ring may be full. */
 static inline int srn_cq_ring_reserve_cached(struct srn_cq_ring *r, uint32_t size,
 					     uint64_t *cons, uint64_t *idx)
 {
@@ -137,6 +121,14 @@ static inline int srn_cq_ring_reserve_cached(struct srn_cq_ring *r, uint32_t siz
 							memory_order_relaxed));
 	*idx = p;
 	return 0;
+}
+
+/* The same, reading cons first (the owner's producers). */
+static inline int srn_cq_ring_reserve(struct srn_cq_ring *r, uint32_t size, uint64_t *idx)
+{
+	uint64_t cons = atomic_load_explicit(&r->cons, memory_order_acquire);
+
+	return srn_cq_ring_reserve_cached(r, size, &cons, idx);
 }
 
 /* Publish reserved entry idx (wc NULL: a skipped one). */
