@@ -34,6 +34,8 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include "tests/lib/t_cm.h"
+
 extern char **environ;
 
 static int failures;
@@ -60,66 +62,12 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The next event within ms, or NULL (timeout / error). */
-static struct rdma_cm_event *t_event(struct rdma_event_channel *ch, int ms)
-{
-	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
-	struct rdma_cm_event *ev;
-
-	if (poll(&p, 1, ms) != 1)
-		return NULL;
-	if (rdma_get_cm_event(ch, &ev))
-		return NULL;
-	return ev;
-}
-
-/* Wait for event type want (skipping nothing): 0 and *out, or -1. */
-static int t_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
-		    int ms, struct rdma_cm_event **out)
-{
-	struct rdma_cm_event *ev = t_event(ch, ms);
-
-	if (!ev) {
-		printf("  # no event (wanted %s)\n", rdma_event_str(want));
-		return -1;
-	}
-	if (ev->event != want) {
-		printf("  # got %s status %d, wanted %s\n", rdma_event_str(ev->event),
-		       ev->status, rdma_event_str(want));
-		rdma_ack_cm_event(ev);
-		return -1;
-	}
-	if (out)
-		*out = ev;
-	else
-		rdma_ack_cm_event(ev);
-	return 0;
-}
-
-static struct sockaddr_in addr_of(int port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return sin;
-}
-
-static int qp_for(struct rdma_cm_id *id)
-{
-	struct ibv_qp_init_attr qa = {
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-	};
-
-	return rdma_create_qp(id, NULL, &qa);
-}
-
 /* Client: resolve + route + QP + connect with private data.  Returns the id
  * (connect sent) or NULL. */
 static struct rdma_cm_id *t_connect(struct rdma_event_channel *ch, int port, const char *pdata,
 				    bool with_qp)
 {
-	struct sockaddr_in dst = addr_of(port);
+	struct sockaddr_in dst = t_cm_loopback(port);
 	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
 				      .retry_count = 7, .rnr_retry_count = 7 };
 	struct rdma_cm_id *id;
@@ -127,10 +75,10 @@ static struct rdma_cm_id *t_connect(struct rdma_event_channel *ch, int port, con
 	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
 		return NULL;
 	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) ||
-	    t_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, NULL) ||
+	    t_cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, NULL) ||
 	    rdma_resolve_route(id, 2000) ||
-	    t_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, NULL) ||
-	    (with_qp && qp_for(id))) {
+	    t_cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, NULL) ||
+	    (with_qp && t_cm_make_qp(id, 4))) {
 		rdma_destroy_id(id);
 		return NULL;
 	}
@@ -236,11 +184,12 @@ static void own_free(struct own *o)
 
 /* ---- the server process ---------------------------------------------------- */
 
-/* Tells the parent it listens by writing a byte on fd 3 (a pipe). */
+/* Tells the parent it listens, and on which port, by writing the port on
+ * fd 3 (a pipe). */
 static int server_main(const char *what, int port)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct sockaddr_in sin = addr_of(port);
+	struct sockaddr_in sin = t_cm_loopback(port);
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *l, *c;
 	int backlog = strcmp(what, "backlog") ? 8 : 1;
@@ -250,11 +199,17 @@ static int server_main(const char *what, int port)
 	if (!ch || rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
 	    rdma_bind_addr(l, (struct sockaddr *)&sin) || rdma_listen(l, backlog))
 		return 10;
-	if (write(3, "L", 1) != 1)
-		return 11;
+	{
+		/* port 0: the CM picks a free one, so two copies of this test
+		 * (or other tests) running at once never collide */
+		uint16_t got = ntohs(rdma_get_src_port(l));
+
+		if (!got || write(3, &got, sizeof(got)) != sizeof(got))
+			return 11;
+	}
 	close(3);
 	if (!strcmp(what, "reject")) {
-		if (t_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev))
+		if (t_cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev))
 			return 12;
 		if (ev->param.conn.private_data_len != 56 ||
 		    strcmp(ev->param.conn.private_data, "may I?"))
@@ -276,7 +231,7 @@ static int server_main(const char *what, int port)
 		struct ibv_sge sge;
 		struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
 
-		if (t_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev))
+		if (t_cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev))
 			return 12;
 		c = ev->id;
 		rdma_ack_cm_event(ev);
@@ -287,11 +242,11 @@ static int server_main(const char *what, int port)
 		    own_move(c, &o, IBV_QPS_RTS))
 			return 14;
 		cp.qp_num = o.qp->qp_num;
-		if (rdma_accept(c, &cp) || t_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL))
+		if (rdma_accept(c, &cp) || t_cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL))
 			return 15;
 		if (own_wait(&o) || strcmp(o.buf, "ping over an app-owned QP"))
 			return 16;
-		if (t_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL))
+		if (t_cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL))
 			return 17;
 		rdma_destroy_id(c);
 		own_free(&o);
@@ -301,11 +256,11 @@ static int server_main(const char *what, int port)
 	}
 	if (!strcmp(what, "abandon")) {
 		/* The client destroys its id before we answer: we hear so. */
-		if (t_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev))
+		if (t_cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev))
 			return 12;
 		c = ev->id;
 		rdma_ack_cm_event(ev);
-		if (t_expect(ch, RDMA_CM_EVENT_REJECTED, 3000, &ev))
+		if (t_cm_expect(ch, RDMA_CM_EVENT_REJECTED, 3000, &ev))
 			return 13;
 		if (ev->id != c)
 			return 14;
@@ -317,7 +272,7 @@ static int server_main(const char *what, int port)
 	}
 	if (!strcmp(what, "backlog")) {
 		/* Hold the first request unanswered; the second must bounce. */
-		if (t_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev))
+		if (t_cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev))
 			return 12;
 		c = ev->id;
 		rdma_ack_cm_event(ev);
@@ -333,16 +288,16 @@ static int server_main(const char *what, int port)
 					      .rnr_retry_count = 7,
 					      .private_data = "welcome", .private_data_len = 8 };
 
-		if (t_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev))
+		if (t_cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev))
 			return 20;
 		c = ev->id;
 		if (ev->param.conn.initiator_depth != 1 || ev->param.conn.responder_resources != 1 ||
 		    ev->listen_id != l)
 			return 21;
 		rdma_ack_cm_event(ev);
-		if (qp_for(c) || rdma_accept(c, &cp))
+		if (t_cm_make_qp(c, 4) || rdma_accept(c, &cp))
 			return 22;
-		if (t_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL))
+		if (t_cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL))
 			return 23;
 		if (!strcmp(what, "kill"))
 			pause(); /* the parent SIGKILLs us now */
@@ -350,7 +305,7 @@ static int server_main(const char *what, int port)
 			if (rdma_disconnect(c))
 				return 24;
 		}
-		if (t_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL))
+		if (t_cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL))
 			return 25;
 		if (strcmp(what, "srvdisc") && strcmp(what, "bothdisc") && rdma_disconnect(c))
 			return 26;
@@ -362,17 +317,17 @@ static int server_main(const char *what, int port)
 }
 
 /* Start "server WHAT PORT"; returns its pid after it listens, or -1. */
-static pid_t spawn_server(const char *what, int port)
+static pid_t spawn_server(const char *what, int *port)
 {
 	char portstr[16], self[4096];
 	char *argv[] = { self, "server", (char *)what, portstr, NULL };
 	posix_spawn_file_actions_t fa;
 	int p[2];
 	pid_t pid;
-	char b;
+	uint16_t got = 0;
 	ssize_t n;
 
-	snprintf(portstr, sizeof(portstr), "%d", port);
+	snprintf(portstr, sizeof(portstr), "%d", 0);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0 || pipe(p))
 		return -1;
@@ -389,7 +344,7 @@ static pid_t spawn_server(const char *what, int port)
 	{
 		struct pollfd pf = { .fd = p[0], .events = POLLIN };
 
-		if (poll(&pf, 1, 5000) != 1 || read(p[0], &b, 1) != 1) {
+		if (poll(&pf, 1, 5000) != 1 || read(p[0], &got, sizeof(got)) != sizeof(got)) {
 			close(p[0]);
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
@@ -397,6 +352,7 @@ static pid_t spawn_server(const char *what, int port)
 		}
 	}
 	close(p[0]);
+	*port = got;
 	return pid;
 }
 
@@ -431,7 +387,7 @@ static void case_no_listener(struct rdma_event_channel *ch, int port)
 	CHECK(id != NULL, "connect to an unused port is sent");
 	if (!id)
 		return;
-	CHECK(t_expect(ch, RDMA_CM_EVENT_REJECTED, 3000, &ev) == 0 && ev->status == 8,
+	CHECK(t_cm_expect(ch, RDMA_CM_EVENT_REJECTED, 3000, &ev) == 0 && ev->status == 8,
 	      "nobody listening: REJECTED with status 8 (invalid service id) in %.2f s",
 	      now_s() - t0);
 	if (ev)
@@ -441,7 +397,7 @@ static void case_no_listener(struct rdma_event_channel *ch, int port)
 
 static void case_reject(struct rdma_event_channel *ch, int port)
 {
-	pid_t srv = spawn_server("reject", port);
+	pid_t srv = spawn_server("reject", &port);
 	struct rdma_cm_event *ev = NULL;
 	struct rdma_cm_id *id;
 
@@ -451,7 +407,7 @@ static void case_reject(struct rdma_event_channel *ch, int port)
 	id = t_connect(ch, port, "may I?", true);
 	CHECK(id != NULL, "connect with 7 bytes of private data");
 	if (id) {
-		int ok = t_expect(ch, RDMA_CM_EVENT_REJECTED, 5000, &ev) == 0;
+		int ok = t_cm_expect(ch, RDMA_CM_EVENT_REJECTED, 5000, &ev) == 0;
 
 		CHECK(ok && ev->status == 28, "REJECTED with status 28 (consumer reject)");
 		CHECK(ok && ev->param.conn.private_data_len == 148 &&
@@ -467,7 +423,7 @@ static void case_reject(struct rdma_event_channel *ch, int port)
 /* Connect, check both ESTABLISHED, disconnect from client or server. */
 static void case_connect(struct rdma_event_channel *ch, int port, bool client_disconnects)
 {
-	pid_t srv = spawn_server(client_disconnects ? "clidisc" : "srvdisc", port);
+	pid_t srv = spawn_server(client_disconnects ? "clidisc" : "srvdisc", &port);
 	struct rdma_cm_event *ev = NULL;
 	struct rdma_cm_id *id;
 	const char *who = client_disconnects ? "client" : "server";
@@ -478,7 +434,7 @@ static void case_connect(struct rdma_event_channel *ch, int port, bool client_di
 	id = t_connect(ch, port, "hello", true);
 	CHECK(id != NULL, "connect sent");
 	if (id) {
-		int ok = t_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, &ev) == 0;
+		int ok = t_cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, &ev) == 0;
 
 		CHECK(ok && ev->param.conn.private_data_len >= 8 &&
 		      !strcmp(ev->param.conn.private_data, "welcome"),
@@ -488,7 +444,7 @@ static void case_connect(struct rdma_event_channel *ch, int port, bool client_di
 			rdma_ack_cm_event(ev);
 		if (client_disconnects)
 			CHECK(rdma_disconnect(id) == 0, "client rdma_disconnect");
-		CHECK(t_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0,
+		CHECK(t_cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0,
 		      "client gets DISCONNECTED (%s disconnected)", who);
 		if (!client_disconnects)
 			CHECK(rdma_disconnect(id) == 0, "rdma_disconnect after DISCONNECTED is fine");
@@ -501,7 +457,7 @@ static void case_connect(struct rdma_event_channel *ch, int port, bool client_di
  * DISCONNECTED exactly once, then TIMEWAIT_EXIT after the time wait. */
 static void case_both_disconnect(struct rdma_event_channel *ch, int port)
 {
-	pid_t srv = spawn_server("bothdisc", port);
+	pid_t srv = spawn_server("bothdisc", &port);
 	struct rdma_cm_event *ev = NULL;
 	struct rdma_cm_id *id;
 	double t0;
@@ -510,15 +466,15 @@ static void case_both_disconnect(struct rdma_event_channel *ch, int port)
 	if (srv <= 0)
 		return;
 	id = t_connect(ch, port, NULL, true);
-	CHECK(id && t_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL) == 0, "connected");
+	CHECK(id && t_cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL) == 0, "connected");
 	if (!id) {
 		reap(srv, 100);
 		return;
 	}
-	CHECK(rdma_disconnect(id) == 0 && t_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0,
+	CHECK(rdma_disconnect(id) == 0 && t_cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0,
 	      "crossing DREQs: DISCONNECTED");
 	t0 = now_s();
-	ev = t_event(ch, 4000);
+	ev = t_cm_event(ch, 4000);
 	CHECK(ev && ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT && ev->id == id,
 	      "then only TIMEWAIT_EXIT, after %.1f s", now_s() - t0);
 	if (ev)
@@ -529,7 +485,7 @@ static void case_both_disconnect(struct rdma_event_channel *ch, int port)
 
 static void case_abandon(struct rdma_event_channel *ch, int port)
 {
-	pid_t srv = spawn_server("abandon", port);
+	pid_t srv = spawn_server("abandon", &port);
 	struct rdma_cm_id *id;
 
 	CHECK(srv > 0, "server listens");
@@ -545,7 +501,7 @@ static void case_abandon(struct rdma_event_channel *ch, int port)
 
 static void case_backlog(struct rdma_event_channel *ch, int port)
 {
-	pid_t srv = spawn_server("backlog", port);
+	pid_t srv = spawn_server("backlog", &port);
 	struct rdma_cm_event *ev = NULL;
 	struct rdma_cm_id *a, *b;
 
@@ -557,12 +513,12 @@ static void case_backlog(struct rdma_event_channel *ch, int port)
 	b = t_connect(ch, port, NULL, true);
 	CHECK(a && b, "two connects sent");
 	/* b bounces at once (backlog full); a is rejected later by the app. */
-	CHECK(t_expect(ch, RDMA_CM_EVENT_REJECTED, 3000, &ev) == 0 && ev->id == b &&
+	CHECK(t_cm_expect(ch, RDMA_CM_EVENT_REJECTED, 3000, &ev) == 0 && ev->id == b &&
 	      ev->status == 28, "second connect over the backlog of 1: REJECTED");
 	if (ev)
 		rdma_ack_cm_event(ev);
 	ev = NULL;
-	CHECK(t_expect(ch, RDMA_CM_EVENT_REJECTED, 5000, &ev) == 0 && ev->id == a,
+	CHECK(t_cm_expect(ch, RDMA_CM_EVENT_REJECTED, 5000, &ev) == 0 && ev->id == a,
 	      "first connect (held in the backlog) rejected by the server later");
 	if (ev)
 		rdma_ack_cm_event(ev);
@@ -575,7 +531,7 @@ static void case_backlog(struct rdma_event_channel *ch, int port)
 
 static void case_killed(struct rdma_event_channel *ch, int port)
 {
-	pid_t srv = spawn_server("kill", port);
+	pid_t srv = spawn_server("kill", &port);
 	struct rdma_cm_id *id;
 	double t0;
 
@@ -583,11 +539,11 @@ static void case_killed(struct rdma_event_channel *ch, int port)
 	if (srv <= 0)
 		return;
 	id = t_connect(ch, port, NULL, true);
-	CHECK(id && t_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL) == 0, "connected");
+	CHECK(id && t_cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL) == 0, "connected");
 	kill(srv, SIGKILL);
 	reap(srv, 2000);
 	t0 = now_s();
-	CHECK(t_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0,
+	CHECK(t_cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0,
 	      "peer SIGKILLed while connected: DISCONNECTED after %.2f s", now_s() - t0);
 	if (id)
 		t_close(id);
@@ -596,7 +552,7 @@ static void case_killed(struct rdma_event_channel *ch, int port)
 /* A listener that dies before answering: REQ retransmissions end. */
 static void case_killed_before_rep(struct rdma_event_channel *ch, int port)
 {
-	pid_t srv = spawn_server("backlog", port);
+	pid_t srv = spawn_server("backlog", &port);
 	struct rdma_cm_event *ev = NULL;
 	struct rdma_cm_id *id;
 	double t0;
@@ -609,7 +565,7 @@ static void case_killed_before_rep(struct rdma_event_channel *ch, int port)
 	kill(srv, SIGKILL);
 	reap(srv, 2000);
 	t0 = now_s();
-	CHECK(t_expect(ch, RDMA_CM_EVENT_UNREACHABLE, 6000, &ev) == 0 && ev->status == -ETIMEDOUT,
+	CHECK(t_cm_expect(ch, RDMA_CM_EVENT_UNREACHABLE, 6000, &ev) == 0 && ev->status == -ETIMEDOUT,
 	      "listener SIGKILLed before accepting: UNREACHABLE (-ETIMEDOUT) after %.2f s",
 	      now_s() - t0);
 	if (ev)
@@ -620,8 +576,8 @@ static void case_killed_before_rep(struct rdma_event_channel *ch, int port)
 
 static void case_own_qp(struct rdma_event_channel *ch, int port)
 {
-	pid_t srv = spawn_server("ownqp", port);
-	struct sockaddr_in dst = addr_of(port);
+	pid_t srv = spawn_server("ownqp", &port);
+	struct sockaddr_in dst = t_cm_loopback(port);
 	struct rdma_cm_event *ev = NULL;
 	struct rdma_cm_id *id = NULL;
 	struct own o = { 0 };
@@ -632,9 +588,9 @@ static void case_own_qp(struct rdma_event_channel *ch, int port)
 		return;
 	ok = rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0 &&
 	     rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) == 0 &&
-	     t_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, NULL) == 0 &&
+	     t_cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, NULL) == 0 &&
 	     rdma_resolve_route(id, 2000) == 0 &&
-	     t_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, NULL) == 0 &&
+	     t_cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, NULL) == 0 &&
 	     own_create(id, &o) == 0 && own_move(id, &o, IBV_QPS_INIT) == 0;
 	CHECK(ok, "own QP on the resolved device, INIT from rdma_init_qp_attr");
 	if (ok) {
@@ -643,7 +599,7 @@ static void case_own_qp(struct rdma_event_channel *ch, int port)
 					      .qp_num = o.qp->qp_num };
 
 		ok = rdma_connect(id, &cp) == 0 &&
-		     t_expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE, 5000, &ev) == 0;
+		     t_cm_expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE, 5000, &ev) == 0;
 		CHECK(ok, "no QP on the id: CONNECT_RESPONSE");
 		if (ev)
 			rdma_ack_cm_event(ev);
@@ -661,7 +617,7 @@ static void case_own_qp(struct rdma_event_channel *ch, int port)
 		CHECK(ok && ibv_post_send(o.qp, &wr, &bad) == 0 && own_wait(&o) == 0,
 		      "a SEND over the application's QP completes (PSNs/QPNs agree)");
 		CHECK(rdma_disconnect(id) == 0 &&
-		      t_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0,
+		      t_cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0,
 		      "disconnect: DISCONNECTED");
 	}
 	if (id)
@@ -672,7 +628,7 @@ static void case_own_qp(struct rdma_event_channel *ch, int port)
 
 static void case_cycles(struct rdma_event_channel *ch, int port)
 {
-	pid_t srv = spawn_server("cycles", port);
+	pid_t srv = spawn_server("cycles", &port);
 	int fds0 = -1, ok = 0;
 	double t0 = now_s();
 
@@ -682,8 +638,8 @@ static void case_cycles(struct rdma_event_channel *ch, int port)
 	for (int i = 0; i < 101; i++) {
 		struct rdma_cm_id *id = t_connect(ch, port, NULL, true);
 
-		if (!id || t_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL) ||
-		    rdma_disconnect(id) || t_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL)) {
+		if (!id || t_cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL) ||
+		    rdma_disconnect(id) || t_cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL)) {
 			if (id)
 				t_close(id);
 			break;
@@ -702,7 +658,7 @@ static void case_cycles(struct rdma_event_channel *ch, int port)
 static void case_api(struct rdma_event_channel *ch, int port)
 {
 	struct rdma_event_channel *nb = rdma_create_event_channel();
-	struct sockaddr_in sin = addr_of(port);
+	struct sockaddr_in sin = t_cm_loopback(port);
 	struct rdma_addrinfo hints = { .ai_flags = RAI_NUMERICHOST, .ai_port_space = RDMA_PS_TCP };
 	struct rdma_addrinfo *res = NULL;
 	struct rdma_cm_event *ev;
@@ -725,7 +681,8 @@ static void case_api(struct rdma_event_channel *ch, int port)
 	CHECK(rdma_join_multicast(id, (struct sockaddr *)&sin, NULL) == -1 && errno == EINVAL,
 	      "joining a unicast address as a multicast group: EINVAL");
 	/* The port is held by a listener in another process. */
-	srv = spawn_server("reject", port);
+	srv = spawn_server("reject", &port);
+	sin.sin_port = htons((uint16_t)port);
 	errno = 0;
 	CHECK(srv > 0 && rdma_bind_addr(id, (struct sockaddr *)&sin) == -1 && errno == EADDRINUSE,
 	      "binding a port another process listens on: EADDRINUSE");
@@ -765,13 +722,13 @@ static void case_api(struct rdma_event_channel *ch, int port)
 	/* rdma_migrate_id: later events of the id arrive on the new channel. */
 	{
 		struct rdma_event_channel *other = rdma_create_event_channel();
-		struct sockaddr_in dst = addr_of(port);
+		struct sockaddr_in dst = t_cm_loopback(port);
 
 		CHECK(other && rdma_create_id(nb, &id, NULL, RDMA_PS_TCP) == 0 &&
 		      rdma_migrate_id(id, other) == 0 && id->channel == other,
 		      "rdma_migrate_id to another channel");
 		CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000) == 0 &&
-		      t_expect(other, RDMA_CM_EVENT_ADDR_RESOLVED, 1000, NULL) == 0,
+		      t_cm_expect(other, RDMA_CM_EVENT_ADDR_RESOLVED, 1000, NULL) == 0,
 		      "ADDR_RESOLVED arrives on the new channel");
 		errno = 0;
 		CHECK(rdma_get_cm_event(nb, &ev) == -1 && errno == EAGAIN, "and not on the old one");

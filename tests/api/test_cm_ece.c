@@ -24,64 +24,17 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include "tests/lib/t_cm.h"
 #include "tests/lib/t_util.h"
 
 enum { OFFER_VENDOR = 0x15b3, OFFER_OPTIONS = 0x10000003, ACCEPT_OPTIONS = 0x1 };
-
-static int expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want, int ms,
-		  struct rdma_cm_event **out)
-{
-	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
-	struct rdma_cm_event *ev;
-
-	if (poll(&p, 1, ms) != 1 || rdma_get_cm_event(ch, &ev)) {
-		printf("  # no event (wanted %s)\n", rdma_event_str(want));
-		return -1;
-	}
-	if (ev->event != want) {
-		printf("  # got %s status %d, wanted %s\n", rdma_event_str(ev->event),
-		       ev->status, rdma_event_str(want));
-		rdma_ack_cm_event(ev);
-		return -1;
-	}
-	if (out)
-		*out = ev;
-	else
-		rdma_ack_cm_event(ev);
-	return 0;
-}
-
-static struct sockaddr_in loopback(int port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return sin;
-}
-
-static int make_qp(struct rdma_cm_id *id)
-{
-	struct ibv_qp_init_attr qa = {
-		.cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-	};
-
-	return rdma_create_qp(id, NULL, &qa);
-}
-
-static void close_id(struct rdma_cm_id *id)
-{
-	if (id->qp)
-		rdma_destroy_qp(id);
-	rdma_destroy_id(id);
-}
 
 /* The server: 3 requests (offer + accept, no offer + accept, reject_ece).
  * Exit status 0, or the step that failed. */
 static int server(int port, int ready)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct sockaddr_in sin = loopback(port);
+	struct sockaddr_in sin = t_cm_loopback(port);
 	struct rdma_cm_id *l, *c;
 	struct rdma_cm_event *ev;
 	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
@@ -96,7 +49,7 @@ static int server(int port, int ready)
 		return 3;
 	close(ready);
 	for (int round = 0; round < 3; round++) {
-		if (expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 10000, &ev))
+		if (t_cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 10000, &ev))
 			return 10 + round;
 		c = ev->id;
 		rdma_ack_cm_event(ev);
@@ -115,11 +68,11 @@ static int server(int port, int ready)
 			rdma_destroy_id(c);
 			break;
 		}
-		if (make_qp(c) || (round == 0 && rdma_set_local_ece(c, &mine)) ||
-		    rdma_accept(c, &cp) || expect(ch, RDMA_CM_EVENT_ESTABLISHED, 10000, NULL) ||
-		    expect(ch, RDMA_CM_EVENT_DISCONNECTED, 10000, NULL))
+		if (t_cm_make_qp(c, 2) || (round == 0 && rdma_set_local_ece(c, &mine)) ||
+		    rdma_accept(c, &cp) || t_cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 10000, NULL) ||
+		    t_cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 10000, NULL))
 			return 50 + round;
-		close_id(c);
+		t_cm_close_id(c);
 	}
 	rdma_destroy_id(l);
 	rdma_destroy_event_channel(ch);
@@ -131,7 +84,7 @@ static int server(int port, int ready)
 static struct rdma_cm_id *client(struct rdma_event_channel *ch, int port, bool offer,
 				 enum rdma_cm_event_type *what, int *status)
 {
-	struct sockaddr_in dst = loopback(port);
+	struct sockaddr_in dst = t_cm_loopback(port);
 	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
 				      .retry_count = 7, .rnr_retry_count = 7 };
 	struct ibv_ece ece = { .vendor_id = OFFER_VENDOR, .options = OFFER_OPTIONS };
@@ -142,12 +95,12 @@ static struct rdma_cm_id *client(struct rdma_event_channel *ch, int port, bool o
 	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
 		return NULL;
 	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) ||
-	    expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 5000, NULL) ||
+	    t_cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 5000, NULL) ||
 	    rdma_resolve_route(id, 2000) ||
-	    expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000, NULL) || make_qp(id) ||
+	    t_cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000, NULL) || t_cm_make_qp(id, 2) ||
 	    (offer && rdma_set_local_ece(id, &ece)) || rdma_connect(id, &cp) ||
 	    poll(&p, 1, 10000) != 1 || rdma_get_cm_event(ch, &ev)) {
-		close_id(id);
+		t_cm_close_id(id);
 		return NULL;
 	}
 	*what = ev->event;
@@ -197,8 +150,8 @@ int main(void)
 		     "client reads the accepted ECE from the REP (vendor 0x%x options 0x%x)",
 		     got.vendor_id, got.options);
 		T_OK(rdma_disconnect(id) == 0 &&
-		     expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0, "disconnect");
-		close_id(id);
+		     t_cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0, "disconnect");
+		t_cm_close_id(id);
 	}
 
 	id = client(ch, port, false, &what, &status);
@@ -209,8 +162,8 @@ int main(void)
 		     "a server that set no ECE answers none (vendor 0x%x options 0x%x)",
 		     got.vendor_id, got.options);
 		T_OK(rdma_disconnect(id) == 0 &&
-		     expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0, "disconnect");
-		close_id(id);
+		     t_cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0, "disconnect");
+		t_cm_close_id(id);
 	}
 
 	id = client(ch, port, true, &what, &status);
@@ -218,7 +171,7 @@ int main(void)
 	     "rdma_reject_ece: REJECTED with status 35 (got %s, %d)",
 	     id ? rdma_event_str(what) : "nothing", status);
 	if (id)
-		close_id(id);
+		t_cm_close_id(id);
 
 	st = -1;
 	for (int i = 0; i < 500 && waitpid(pid, &st, WNOHANG) != pid; i++)

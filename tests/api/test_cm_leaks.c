@@ -32,6 +32,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include "tests/lib/t_cm.h"
 #include "tests/lib/t_util.h"
 
 extern char **environ;
@@ -56,60 +57,11 @@ static int count_fds(void)
 	return n - 1; /* the DIR's own descriptor */
 }
 
-/* The next event, which must be want: 0, or -1 (printed). */
-static int expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
-		  struct rdma_cm_event **out)
-{
-	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
-	struct rdma_cm_event *ev;
-
-	if (poll(&p, 1, EV_MS) != 1 || rdma_get_cm_event(ch, &ev)) {
-		printf("  # no event (wanted %s)\n", rdma_event_str(want));
-		return -1;
-	}
-	if (ev->event != want) {
-		printf("  # got %s status %d, wanted %s\n", rdma_event_str(ev->event),
-		       ev->status, rdma_event_str(want));
-		rdma_ack_cm_event(ev);
-		return -1;
-	}
-	if (out)
-		*out = ev;
-	else
-		rdma_ack_cm_event(ev);
-	return 0;
-}
-
-static struct sockaddr_in loopback(int port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return sin;
-}
-
-static int make_qp(struct rdma_cm_id *id)
-{
-	struct ibv_qp_init_attr qa = {
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-	};
-
-	return rdma_create_qp(id, NULL, &qa);
-}
-
-static void close_id(struct rdma_cm_id *id)
-{
-	if (id->qp)
-		rdma_destroy_qp(id);
-	rdma_destroy_id(id);
-}
-
 /* Exit codes of the ends: 0 = fine, 2.. = which step failed. */
 static int server_main(int port, int cycles, int ready_fd)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct sockaddr_in sin = loopback(port);
+	struct sockaddr_in sin = t_cm_loopback(port);
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *l, *c;
 	int fds0 = -1, fds1;
@@ -127,16 +79,16 @@ static int server_main(int port, int cycles, int ready_fd)
 		struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
 					      .rnr_retry_count = 7 };
 
-		if (expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, &ev))
+		if (t_cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, EV_MS, &ev))
 			return 4;
 		c = ev->id;
 		rdma_ack_cm_event(ev);
-		if (make_qp(c) || rdma_accept(c, &cp))
+		if (t_cm_make_qp(c, 4) || rdma_accept(c, &cp))
 			return 5;
-		if (expect(ch, RDMA_CM_EVENT_ESTABLISHED, NULL) ||
-		    expect(ch, RDMA_CM_EVENT_DISCONNECTED, NULL))
+		if (t_cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED, EV_MS, NULL) ||
+		    t_cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED, EV_MS, NULL))
 			return 6;
-		close_id(c);
+		t_cm_close_id(c);
 		if (i == 0)
 			fds0 = count_fds();
 	}
@@ -154,7 +106,7 @@ static int server_main(int port, int cycles, int ready_fd)
 static int client_main(int port, int cycles)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct sockaddr_in dst = loopback(port);
+	struct sockaddr_in dst = t_cm_loopback(port);
 	int fds0 = -1, fds1;
 
 	alarm(300);
@@ -168,15 +120,15 @@ static int client_main(int port, int cycles)
 		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
 			return 3;
 		if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) ||
-		    expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, NULL) ||
+		    t_cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, EV_MS, NULL) ||
 		    rdma_resolve_route(id, 2000) ||
-		    expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL) || make_qp(id))
+		    t_cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, EV_MS, NULL) || t_cm_make_qp(id, 4))
 			return 4;
-		if (rdma_connect(id, &cp) || expect(ch, RDMA_CM_EVENT_ESTABLISHED, NULL))
+		if (rdma_connect(id, &cp) || t_cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED, EV_MS, NULL))
 			return 5;
-		if (rdma_disconnect(id) || expect(ch, RDMA_CM_EVENT_DISCONNECTED, NULL))
+		if (rdma_disconnect(id) || t_cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED, EV_MS, NULL))
 			return 6;
-		close_id(id);
+		t_cm_close_id(id);
 		if (i == 0)
 			fds0 = count_fds();
 	}
