@@ -69,6 +69,7 @@ static void mr_release(struct direct_qp *d, struct direct_mr *m)
 		peer_unmap_memfd(d->peer, m->mh);
 	m->mh = NULL;
 	m->map = NULL;
+	m->map_lo = 0;
 	m->map_len = 0;
 }
 
@@ -236,13 +237,16 @@ static void mr_refresh(struct direct_qp *d, struct direct_mr *m)
 	if (peer_is_self(d->peer)) {
 		/* our own memory: the owner's address is ours */
 		m->map = (char *)(uintptr_t)s.vaddr;
+		m->map_lo = 0;
 		m->map_len = s.length;
 	} else if (s.memfd >= 0 &&
 		   (m->mh = peer_map_memfd(d->peer, s.memfd, s.memfd_ino, &base, &size))) {
-		if (s.memfd_off < size) {
+		uint64_t held = s.length - s.map_head - s.map_tail;
+
+		if (s.memfd_off < size && (uint64_t)s.map_head + s.map_tail < s.length) {
 			m->map = base + s.memfd_off;
-			m->map_len = size - s.memfd_off < s.length ? size - s.memfd_off
-								    : s.length;
+			m->map_lo = s.map_head;
+			m->map_len = size - s.memfd_off < held ? size - s.memfd_off : held;
 		}
 	}
 }
@@ -280,7 +284,10 @@ bool direct_mr_range(const struct direct_mr *m, uint64_t va, uint64_t len,
 	/* overflow-safe, as srn_mr_resolve */
 	if (va < m->iova || len > m->length || (off = va - m->iova) > m->length - len)
 		return false;
-	*ptr = m->map && off <= m->map_len && len <= m->map_len - off ? m->map + off : NULL;
+	*ptr = m->map && off >= m->map_lo && off - m->map_lo <= m->map_len &&
+			       len <= m->map_len - (off - m->map_lo)
+		       ? m->map + (off - m->map_lo)
+		       : NULL;
 	*vaddr = m->vaddr + off;
 	return true;
 }

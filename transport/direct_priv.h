@@ -30,8 +30,12 @@ struct direct_mr {
 	uint32_t access;             /* the MR's IBV_ACCESS_* */
 	uint64_t iova, length;       /* as the peer addresses it */
 	uint64_t vaddr;              /* owner's address of iova's byte */
-	char *map;                   /* iova's byte mapped here, or NULL */
-	uint64_t map_len;            /* bytes mapped from iova */
+	char *map;                   /* the MR's byte at iova + map_lo mapped
+				      * here, or NULL */
+	uint64_t map_lo;             /* bytes before it that are not mapped
+				      * (an edge page the owner shares with
+				      * other data: process_vm_* or packets) */
+	uint64_t map_len;            /* bytes mapped from there */
 	struct peer_memfd *mh;       /* the memfd mapping held, or NULL */
 };
 

@@ -168,7 +168,8 @@ static void entry_write(struct srn_mrdir *dir, uint32_t idx, const struct srn_mr
 	e->length = v->length;
 	e->vaddr = v->vaddr;
 	e->memfd = v->memfd;
-	e->pad0 = 0;
+	e->map_head = v->map_head;
+	e->map_tail = v->map_tail;
 	e->memfd_ino = v->memfd_ino;
 	e->memfd_off = v->memfd_off;
 	/* Fields before the even seq; pairs with the reader's acquire load
@@ -205,9 +206,16 @@ void srn_mrdir_publish(struct srn_context *ctx, const struct srn_mr *mr)
 	v.length = mr->length;
 	v.vaddr = mr->vaddr;
 	if (mr->share) {
-		v.memfd = srn_mr_share_fd(mr->share);
-		v.memfd_ino = srn_mr_share_ino(mr->share);
-		v.memfd_off = srn_mr_share_offset(mr->share, mr->vaddr);
+		uint64_t head, held = srn_mr_share_span(mr->share, mr->vaddr, mr->length, &head);
+
+		/* the edges are less than a page each (mr_share.c) */
+		if (held && head <= UINT16_MAX && mr->length - head - held <= UINT16_MAX) {
+			v.memfd = srn_mr_share_fd(mr->share);
+			v.memfd_ino = srn_mr_share_ino(mr->share);
+			v.map_head = (uint16_t)head;
+			v.map_tail = (uint16_t)(mr->length - head - held);
+			v.memfd_off = srn_mr_share_offset(mr->share, mr->vaddr + head);
+		}
 	}
 	entry_write(dir, mr->ibv.lkey >> 8, &v);
 }

@@ -17,7 +17,7 @@
 #include <stdio.h>
 
 #define SRN_MRDIR_MAGIC 0x52444d53u  /* "SMDR" */
-#define SRN_MRDIR_VERSION 1u
+#define SRN_MRDIR_VERSION 2u
 
 struct srn_mrdir_hdr {
 	uint32_t magic, version;
@@ -37,10 +37,14 @@ struct srn_mrdir_entry {
 				      * (process_vm_readv/writev) */
 	int32_t memfd;               /* owner's fd backing the MR, -1: none
 				      * (then only process_vm_* reaches it) */
-	uint32_t pad0;
+	uint16_t map_head, map_tail; /* bytes at the MR's start and end that
+				      * the memfd does not hold (in an edge
+				      * page shared with other data; less
+				      * than a page each) */
 	uint64_t memfd_ino;          /* st_ino of that memfd: a reused fd
 				      * number never matches a stale cache */
-	uint64_t memfd_off;          /* offset in the memfd of iova's byte */
+	uint64_t memfd_off;          /* offset in the memfd of the byte at
+				      * iova + map_head */
 };
 
 /* "/dev/shm/softrnic-mrdir-<pid>-<nonce>" into buf (>= 64 bytes). */

@@ -62,16 +62,21 @@
  *   alone; the window's pages leak until exit).  free() of heap memory
  *   usually unmaps nothing: the range stays shared until the dereg.
  * - Concurrent writers during registration (or the last dereg): a store
- *   by another thread into the range between its copy and the remap is
- *   lost.  The remap takes effect at its TLB flush, after the whole range
- *   is torn down, so the window would grow with the size; swap_in()
- *   bounds it for the edge pages, which usually hold other objects too
- *   (heap neighbours, malloc metadata), to one page copy plus a one-page
- *   remap (~10-20 us).  Stores into the MR's own pages during its
- *   registration can still be lost over the whole copy: the application
- *   races with itself.  Closing the window entirely would need
- *   userfaultfd write-protection (privileged or user-mode-only, where a
- *   system call writing the range would fail with EFAULT): not done.
+ *   by another thread into a page between its copy and the remap is
+ *   lost.  So only pages the MR covers whole are re-backed: an edge page
+ *   it shares with other objects (heap neighbours, malloc metadata, a
+ *   library's locks and queues) stays private, and a peer reaches the
+ *   MR's bytes there with process_vm_* or packets (its directory entry
+ *   says which part is mapped: srn_mr_share_span).  Seen before this
+ *   rule: rping's client hung in teardown because its buffers' dereg
+ *   swapped back the page holding the CM's event queue while the CM
+ *   thread queued an event into it.  Stores into the MR's own pages
+ *   during its registration can still be lost (the application races
+ *   with itself); swap_in() keeps that window at one page copy plus a
+ *   one-page remap (~10-20 us) for the first and last page.  Closing it
+ *   entirely would need userfaultfd write-protection (privileged or
+ *   user-mode-only, where a system call writing the range would fail
+ *   with EFAULT): not done.
  * - mlock()ed ranges lose the lock (the replacing mapping is new);
  *   ranges registered with userfaultfd or madvise flags lose them too.
  */
@@ -762,44 +767,68 @@ static struct srn_mr_share *share_create(uintptr_t start, uintptr_t end)
 	return b;
 }
 
-struct srn_mr_share *srn_mr_share_get(void *addr, size_t len)
+/* The backing holding all of [start, end), or NULL; share_lock held.
+ * *overlap is set when some backing holds part of it. */
+static struct srn_mr_share *backing_of(uintptr_t start, uintptr_t end, bool *overlap)
 {
-	struct srn_mr_share *b, *found = NULL;
-	uintptr_t start, end;
+	struct srn_mr_share *b;
 
-	if (!net_shm_allowed() || !addr || !len)
-		return NULL;
-	pthread_once(&share_once, share_init);
-	start = (uintptr_t)addr & ~(uintptr_t)(page_size - 1);
-	if ((uintptr_t)addr + len < (uintptr_t)addr ||
-	    (uintptr_t)addr + len > UINTPTR_MAX - page_size)
-		return NULL;
-	end = ((uintptr_t)addr + len + page_size - 1) & ~(uintptr_t)(page_size - 1);
-	if (end - start > share_max) {
-		share_log("%p+%zu: over SOFTRNIC_SHM_MR_MAX_MB: unshared", addr, len);
-		return NULL;
-	}
-
-	pthread_mutex_lock(&share_lock);
+	*overlap = false;
 	for (b = share_list; b; b = b->next) {
 		if (end <= b->start || start >= b->start + b->len)
 			continue;
 		if (start >= b->start && end <= b->start + b->len)
-			found = b;
-		else
-			share_log("%p+%zu: partly overlaps a backing: unshared", addr, len);
-		break;
+			return b;
+		*overlap = true;
 	}
+	return NULL;
+}
+
+struct srn_mr_share *srn_mr_share_get(void *addr, size_t len)
+{
+	struct srn_mr_share *found;
+	uintptr_t a = (uintptr_t)addr, out_start, out_end, start, end;
+	bool overlap;
+
+	if (!net_shm_allowed() || !addr || !len)
+		return NULL;
+	pthread_once(&share_once, share_init);
+	if (a + len < a || a + len > UINTPTR_MAX - page_size)
+		return NULL;
+	/* The pages the MR touches (out_) and those it covers whole: only
+	 * the latter are re-backed, so that no store another thread makes
+	 * into a neighbour sharing an edge page can be lost (see above). */
+	out_start = a & ~(uintptr_t)(page_size - 1);
+	out_end = (a + len + page_size - 1) & ~(uintptr_t)(page_size - 1);
+	start = (a + page_size - 1) & ~(uintptr_t)(page_size - 1);
+	end = (a + len) & ~(uintptr_t)(page_size - 1);
+
+	pthread_mutex_lock(&share_lock);
+	/* A backing that already holds every page the MR touches costs no
+	 * re-back (two MRs in one page, or one inside a larger one). */
+	found = backing_of(out_start, out_end, &overlap);
+	if (!found && start < end)
+		found = backing_of(start, end, &overlap);
 	if (found) {
 		/* munmap + a new mapping at the same place leaves a stale
 		 * backing: reuse only what is still ours. */
-		if (range_is_backed(found, start, end))
+		uintptr_t lo = found->start > out_start ? found->start : out_start;
+		uintptr_t hi = found->start + found->len < out_end ? found->start + found->len
+								   : out_end;
+
+		if (range_is_backed(found, lo, hi))
 			found->refs++;
 		else {
 			share_log("%p+%zu: backing no longer mapped: unshared", addr, len);
 			found = NULL;
 		}
-	} else if (!b) {
+	} else if (overlap) {
+		share_log("%p+%zu: partly overlaps a backing: unshared", addr, len);
+	} else if (start >= end) {
+		share_log("%p+%zu: covers no whole page: unshared", addr, len);
+	} else if (end - start > share_max) {
+		share_log("%p+%zu: over SOFTRNIC_SHM_MR_MAX_MB: unshared", addr, len);
+	} else {
 		found = share_create(start, end);
 	}
 	pthread_mutex_unlock(&share_lock);
@@ -857,4 +886,20 @@ uint64_t srn_mr_share_ino(const struct srn_mr_share *s)
 uint64_t srn_mr_share_offset(const struct srn_mr_share *s, uintptr_t vaddr)
 {
 	return s ? s->off + (uint64_t)(vaddr - s->start) : 0;
+}
+
+uint64_t srn_mr_share_span(const struct srn_mr_share *s, uintptr_t vaddr, uint64_t len,
+			   uint64_t *head)
+{
+	uintptr_t lo, hi;
+
+	*head = 0;
+	if (!s || len > UINTPTR_MAX - vaddr)
+		return 0;
+	lo = s->start > vaddr ? s->start : vaddr;
+	hi = s->start + s->len < vaddr + len ? s->start + s->len : vaddr + len;
+	if (lo >= hi)
+		return 0;
+	*head = lo - vaddr;
+	return hi - lo;
 }

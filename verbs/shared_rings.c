@@ -30,7 +30,7 @@ void *srn_rings_alloc(struct srn_context *ctx, size_t bytes, struct srn_mr_share
 	}
 	/* Unshared rings work as well, for this process only. */
 	if (ctx && srn_mrdir_active(ctx))
-		*share = srn_mr_share_get(b, bytes);
+		*share = srn_mr_share_get(b, page_round(bytes)); /* every page */
 	return b;
 }
 

@@ -103,10 +103,10 @@ static void test_peer(void)
 	fill(p, 16 * PG, 3);
 	ctr = (uint64_t *)(p + 5 * PG + 64);
 	*ctr = 1000;
-	s = srn_mr_share_get(p + 100, 16 * PG - 200);
+	s = srn_mr_share_get(p, 16 * PG);
 	T_OK(s && srn_mr_share_fd(s) >= 0 &&
 	     srn_mr_share_offset(s, (uintptr_t)p + 100) == srn_mr_share_offset(s, (uintptr_t)p) + 100,
-	     "peer: backed; the MR's first byte is 100 bytes into its page's window");
+	     "peer: backed; byte 100 is 100 bytes into the window");
 	if (!s)
 		return;
 	/* In a fork child our backings are detached (fd -1): take the
@@ -220,7 +220,7 @@ int main(void)
 	if (!h)
 		t_bail("aligned_alloc");
 	fill(h, 8 * PG, 5);
-	s = srn_mr_share_get(h + 10, 8 * PG - 20);
+	s = srn_mr_share_get(h, 8 * PG);
 	T_OK(s && is_memfd(h) && is_memfd(h + 7 * PG), "heap buffer re-backed by the memfd");
 	T_OK(has_pattern(h, 8 * PG, 5), "heap buffer keeps its contents");
 	h[3] = 42;
@@ -228,6 +228,24 @@ int main(void)
 	T_OK(is_private_anon(h) && h[3] == 42, "heap: last put restores private anonymous memory");
 	h[3] = (unsigned char)(5 + 3 * 7);
 	T_OK(has_pattern(h, 8 * PG, 5), "heap: contents after restore");
+
+	/* Edge pages the MR shares with other data are never re-backed:
+	 * a store into a neighbour there during the re-back would be lost
+	 * (rping's CM queue was). */
+	s = srn_mr_share_get(h + 10, 8 * PG - 20);
+	{
+		uint64_t head = 0, held = srn_mr_share_span(s, (uintptr_t)h + 10, 8 * PG - 20, &head);
+
+		T_OK(s && !is_memfd(h) && is_memfd(h + PG) && is_memfd(h + 6 * PG) &&
+		     !is_memfd(h + 7 * PG), "unaligned MR: only the 6 pages it covers whole are re-backed");
+		T_OK(head == PG - 10 && held == 6 * PG, "span: %llu bytes held after a head of %llu",
+		     (unsigned long long)held, (unsigned long long)head);
+	}
+	T_OK(has_pattern(h, 8 * PG, 5), "unaligned MR: contents kept");
+	srn_mr_share_put(s);
+	T_OK(is_private_anon(h + PG) && has_pattern(h, 8 * PG, 5), "unaligned MR: restored");
+	T_OK(!srn_mr_share_get(h + 100, PG) && !is_memfd(h) && !is_memfd(h + PG),
+	     "an MR covering no whole page stays unshared");
 	free(h);
 
 	/* mmap'd buffer, partly touched: untouched pages stay zeros */
@@ -263,9 +281,9 @@ int main(void)
 	T_OK(is_private_anon(p) && has_pattern(p, 8 * PG, 9) && has_pattern(p + 40 * PG, PG, 11),
 	     "restored after the third put, contents kept");
 
-	s = srn_mr_share_get(p + 100, 200);
+	s = srn_mr_share_get(p, PG);
 	s2 = srn_mr_share_get(p + 300, 200);
-	T_OK(s && s == s2, "two MRs in one page share one backing");
+	T_OK(s && s == s2, "an MR inside a backed page shares its backing");
 	s3 = srn_mr_share_get(p + 20 * PG, 2 * PG);
 	T_OK(s3 && s3 != s && srn_mr_share_fd(s3) == srn_mr_share_fd(s) &&
 	     srn_mr_share_ino(s3) == srn_mr_share_ino(s),
