@@ -9,7 +9,7 @@
 static bool shm_allowed = true;
 static bool ring_enabled;
 static bool direct_enabled = true;
-static bool direct_channel;
+static bool direct_channel = true;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void read_env(void)
@@ -21,7 +21,7 @@ static void read_env(void)
 
 	ring_enabled = r && !strcmp(r, "1");
 	direct_enabled = !d || strcmp(d, "0");
-	direct_channel = dc && !strcmp(dc, "1");
+	direct_channel = !dc || strcmp(dc, "0");
 
 	if (!e || !*e || !strcmp(e, "auto") || !strcmp(e, "shm"))
 		return;

@@ -23,9 +23,8 @@ bool net_shm_ring_enabled(void);
 bool net_direct_enabled(void);
 
 /* Direct delivery also into CQs with a completion channel (the sender
- * rings the owner's doorbell when armed): opt-in with
- * SOFTRNIC_DIRECT_CHANNEL=1 while rping's client hangs at disconnect far
- * more often with it (README "Known problems"). */
+ * rings the owner's doorbell when armed): on unless
+ * SOFTRNIC_DIRECT_CHANNEL=0. */
 bool net_direct_channel_enabled(void);
 
 #endif
