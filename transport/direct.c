@@ -25,6 +25,7 @@
 #include "net/registry.h"
 #include "transport/peer_map.h"
 #include "transport/rc.h"
+#include "verbs/mr_dir.h"
 
 /* ---- publishing (target side) -------------------------------------- */
 
@@ -63,10 +64,10 @@ void direct_unpublish(struct srn_rc_state *rc)
 
 /* ---- the initiator's cached view of its target ---------------------- */
 
-static void mr_release(struct direct_qp *d, struct direct_mr *m)
+static void mr_release(struct peer *p, struct direct_mr *m)
 {
 	if (m->mh)
-		peer_unmap_memfd(d->peer, m->mh);
+		peer_unmap_memfd(p, m->mh);
 	m->mh = NULL;
 	m->map = NULL;
 	m->map_lo = 0;
@@ -76,7 +77,7 @@ static void mr_release(struct direct_qp *d, struct direct_mr *m)
 static void mr_cache_clear(struct direct_qp *d)
 {
 	for (int i = 0; i < DIRECT_MRS; i++)
-		mr_release(d, &d->mr[i]);
+		mr_release(d->peer, &d->mr[i]);
 	memset(d->mr, 0, sizeof(d->mr));
 }
 
@@ -89,6 +90,7 @@ void direct_qp_forget(struct srn_rc_state *rc)
 	mr_cache_clear(d);
 	direct_send_forget(d);
 	peer_put(d->peer);
+	peer_put(d->self); /* (its mappings are our own memory: none held) */
 	free(d);
 	rc->direct = NULL;
 }
@@ -116,6 +118,11 @@ static struct direct_qp *direct_qp_get(struct srn_rc_state *rc)
 		 rc->peer.family != eng->udp.local.family ||
 		 !net_addr_is_local(rc->peer.family, rc->peer.ip) ||
 		 !(d->qgen = net_registry_qpinfo_seq(eng->reg, rc->dqpn));
+	/* our own directory, for our gather lists (direct_gather) */
+	if (!d->off && rc->qp->pd && srn_mrdir_active(rc->qp->ctx)) {
+		d->self = peer_get(getpid(), rc->qp->ctx->mrdir_nonce);
+		d->self_pd = rc->qp->pd->ibv.handle;
+	}
 	return d->off ? NULL : d;
 }
 
@@ -212,35 +219,36 @@ bool direct_qp_check(struct srn_rc_state *rc, struct direct_qp *d)
 	return true;
 }
 
-/* (Re)read the cached rkey's directory entry. */
-static void mr_refresh(struct direct_qp *d, struct direct_mr *m)
+/* (Re)read the cached key's entry in p's directory (pd: the PD handle
+ * the MR must be in). */
+static void mr_refresh(struct peer *p, uint32_t pd, struct direct_mr *m)
 {
 	struct srn_mrdir_entry s;
 	uint64_t size;
 	char *base;
 
 	m->ok = false;
-	mr_release(d, m); /* a changed MR may be another memfd */
+	mr_release(p, m); /* a changed MR may be another memfd */
 	if (!m->e)
-		m->e = peer_mr_entry(d->peer, m->rkey >> 8);
+		m->e = peer_mr_entry(p, m->rkey >> 8);
 	if (!m->e || !peer_mr_snapshot(m->e, &s, &m->gen)) {
 		m->e = NULL; /* look again next time */
 		return;
 	}
-	if (s.key != m->rkey || s.key == 0 || s.pd_handle != d->pd_handle)
+	if (s.key != m->rkey || s.key == 0 || s.pd_handle != pd)
 		return;
 	m->ok = true;
 	m->access = s.access;
 	m->iova = s.iova;
 	m->length = s.length;
 	m->vaddr = s.vaddr;
-	if (peer_is_self(d->peer)) {
+	if (peer_is_self(p)) {
 		/* our own memory: the owner's address is ours */
 		m->map = (char *)(uintptr_t)s.vaddr;
 		m->map_lo = 0;
 		m->map_len = s.length;
 	} else if (s.memfd >= 0 &&
-		   (m->mh = peer_map_memfd(d->peer, s.memfd, s.memfd_ino, &base, &size))) {
+		   (m->mh = peer_map_memfd(p, s.memfd, s.memfd_ino, &base, &size))) {
 		uint64_t held = s.length - s.map_head - s.map_tail;
 
 		if (s.memfd_off < size && (uint64_t)s.map_head + s.map_tail < s.length) {
@@ -251,25 +259,32 @@ static void mr_refresh(struct direct_qp *d, struct direct_mr *m)
 	}
 }
 
-/* Hot: the cached view of rkey, revalidated. */
-struct direct_mr *direct_mr_get(struct direct_qp *d, uint32_t rkey)
+/* Hot: the cached view of key in cache c (n entries) of p's MRs,
+ * revalidated. */
+static struct direct_mr *mr_cache_get(struct peer *p, uint32_t pd, struct direct_mr *c,
+				      unsigned int n, unsigned int *next, uint32_t key)
 {
 	struct direct_mr *m;
 
-	for (int i = 0; i < DIRECT_MRS; i++) {
-		m = &d->mr[i];
-		if (m->rkey != rkey || m->rkey == 0)
+	for (unsigned int i = 0; i < n; i++) {
+		m = &c[i];
+		if (m->rkey != key || m->rkey == 0)
 			continue;
 		if (!m->e || peer_mr_gen(m->e) != m->gen)
-			mr_refresh(d, m);
+			mr_refresh(p, pd, m);
 		return m;
 	}
-	m = &d->mr[d->mr_next++ % DIRECT_MRS];
-	mr_release(d, m);
+	m = &c[(*next)++ % n];
+	mr_release(p, m);
 	memset(m, 0, sizeof(*m));
-	m->rkey = rkey;
-	mr_refresh(d, m);
+	m->rkey = key;
+	mr_refresh(p, pd, m);
 	return m;
+}
+
+struct direct_mr *direct_mr_get(struct direct_qp *d, uint32_t rkey)
+{
+	return mr_cache_get(d->peer, d->pd_handle, d->mr, DIRECT_MRS, &d->mr_next, rkey);
 }
 
 /* Where [va, va+len) of the MR is: *ptr mapped here, else *vaddr in the
@@ -311,7 +326,11 @@ void direct_complete(struct srn_rc_state *rc, struct srn_send_wqe *w, enum srn_c
 	w->state = WQE_NEW;
 	qp->sq.head++;
 	qp->sq.next++;
-	rc_count(rc, c);
+	/* the QP's own count: every writer of it holds qp->lock, so no
+	 * locked instruction (the engine's is shared by all its QPs) */
+	atomic_store_explicit(&rc->cnt[c], atomic_load_explicit(&rc->cnt[c], memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	atomic_fetch_add_explicit(&rc->eng->cnt[c], 1, memory_order_relaxed);
 }
 
 static void copy_out(char *dst, const struct iovec *iov, int n, bool may_overlap)
@@ -338,12 +357,30 @@ static void copy_in(const char *src, const struct iovec *iov, int n, bool may_ov
 
 int direct_gather(struct srn_rc_state *rc, struct srn_send_wqe *w, struct iovec *iov)
 {
+	struct direct_qp *d = rc->direct;
+
 	if (!w->length)
 		return 0;
 	if (w->send_flags & IBV_SEND_INLINE) {
 		iov[0].iov_base = w->inline_data;
 		iov[0].iov_len = w->length;
 		return 1;
+	}
+	/* One SGE (the common case): its lkey in our own directory, the
+	 * checks srn_mr_resolve makes (key, PD, bounds; a gather needs no
+	 * access right) without the context lock.  Anything else, or a
+	 * verdict of no, goes the usual way, which gives the exact answer. */
+	if (w->num_sge == 1 && d && d->self && w->sge[0].length >= w->length) {
+		struct direct_mr *m = mr_cache_get(d->self, d->self_pd, d->lmr, DIRECT_LMRS,
+						   &d->lmr_next, w->sge[0].lkey);
+		uint64_t vaddr;
+		char *ptr;
+
+		if (direct_mr_range(m, w->sge[0].addr, w->length, 0, &ptr, &vaddr) && ptr) {
+			iov[0].iov_base = ptr;
+			iov[0].iov_len = w->length;
+			return 1;
+		}
 	}
 	return rc_sge_map(rc, rc->qp->pd, w->sge, w->num_sge, 0, w->length, 0, iov, SRN_MAX_SGE);
 }

@@ -17,6 +17,7 @@ struct srn_cq_ring;
 
 enum {
 	DIRECT_MRS = 4,                          /* rkeys cached per QP */
+	DIRECT_LMRS = 2,                         /* own lkeys cached per QP */
 	DIRECT_ALIVE_NS = 10 * 1000 * 1000,      /* peer liveness re-check */
 	DIRECT_RETRY_NS = 100 * 1000 * 1000,     /* after "no peer found" */
 	DIRECT_NOINFO_NS = 1000 * 1000,          /* after "no QP info" */
@@ -54,6 +55,12 @@ struct direct_qp {
 	uint64_t alive_at;           /* next liveness check */
 	struct direct_mr mr[DIRECT_MRS];
 	unsigned int mr_next;        /* round-robin replacement */
+	/* our own side: the lkeys of our gather lists, checked in our own
+	 * MR directory (no context lock per WQE as srn_mr_resolve) */
+	struct peer *self;           /* NULL: none (rc_sge_map does it) */
+	uint32_t self_pd;            /* our QP's PD handle */
+	struct direct_mr lmr[DIRECT_LMRS];
+	unsigned int lmr_next;
 	/* the target's receive side, as published at gen (direct_send.c) */
 	int32_t rq_memfd;            /* rq_off 0: SENDs go as packets */
 	uint32_t rq_max_wr;
@@ -64,6 +71,7 @@ struct direct_qp {
 	uint32_t cq_size;
 	bool cq_channel;             /* cq's owner may arm it (wake_if_armed) */
 	uint64_t cq_cons;            /* cq's cons as last read (<= the real one) */
+	uint32_t rq_tag;             /* rq's tag (its completions carry it) */
 	uint64_t rnr_since;          /* no receive posted since (coarse ns), 0 */
 };
 

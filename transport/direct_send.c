@@ -44,6 +44,14 @@ void direct_send_publish(struct srn_qp *qp, struct net_reg_qpinfo *in)
 	if (fd < 0 || fd != srn_mr_share_fd(cq->share))
 		return;
 	/* where the peer completes into; written before the info is */
+	if (!qp->rqs->tag) {
+		static _Atomic uint32_t tags;
+		uint32_t t;
+
+		while (!(t = atomic_fetch_add(&tags, 1) + 1))
+			; /* (0 means none) */
+		qp->rqs->tag = t;
+	}
 	qp->rqs->cq_off = srn_mr_share_offset(cq->share, (uintptr_t)cq->ring);
 	qp->rqs->cq_size = cq->size;
 	atomic_store(&qp->rqs->open, 1);
@@ -103,6 +111,7 @@ static bool rings_attach(struct direct_qp *d)
 	d->cq = cq;
 	d->cq_size = cq_size;
 	d->cq_channel = cq->channel != 0;
+	d->rq_tag = rq->tag;
 	d->cq_cons = 0;
 	return true;
 fail:
@@ -111,24 +120,26 @@ fail:
 	return false;
 }
 
-/* The target's buffers for len bytes of receive WQE r, mapped here, into
- * dst: their count, or -1 where the responder would not accept them. */
-static int recv_map(struct direct_qp *d, const struct srn_recv_wqe *r, uint64_t len,
-		    struct iovec *dst)
+/* The target's buffers for len bytes of the receive WQE at slot, mapped
+ * here, into dst: their count, or -1 where the responder would not accept
+ * them.  The slot is read in place before it is claimed: another taker
+ * may claim it meanwhile and its owner rewrite it, so each SGE is read
+ * once and checked (the claim then fails and the result is dropped). */
+static int recv_map(struct direct_qp *d, const struct srn_recv_wqe *slot, uint32_t nsge,
+		    uint64_t len, struct iovec *dst)
 {
-	uint32_t nsge = r->num_sge;
 	int n = 0;
 
 	if (nsge > SRN_MAX_SGE)
 		return -1;
 	for (uint32_t i = 0; i < nsge && len; i++) {
-		const struct ibv_sge *g = &r->sge[i];
-		uint64_t take = g->length < len ? g->length : len, vaddr;
+		struct ibv_sge g = slot->sge[i];
+		uint64_t take = g.length < len ? g.length : len, vaddr;
 		char *ptr;
 
 		if (!take)
 			continue;
-		if (!direct_mr_range(direct_mr_get(d, g->lkey), g->addr, take,
+		if (!direct_mr_range(direct_mr_get(d, g.lkey), g.addr, take,
 				     IBV_ACCESS_LOCAL_WRITE, &ptr, &vaddr) || !ptr)
 			return -1;
 		dst[n].iov_base = ptr;
@@ -146,6 +157,11 @@ static void scatter(const struct iovec *src, int ns, const struct iovec *dst, in
 	size_t so = 0, dof = 0;
 	int i = 0, j = 0;
 
+	if (ns == 1 && nd == 1 && !may_overlap) {
+		/* the common case: one buffer each side */
+		memcpy(dst[0].iov_base, src[0].iov_base, src[0].iov_len);
+		return;
+	}
 	while (i < ns && j < nd) {
 		size_t a = src[i].iov_len - so, b = dst[j].iov_len - dof, k = a < b ? a : b;
 		char *to = (char *)dst[j].iov_base + dof;
@@ -256,10 +272,9 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 {
 	struct iovec src[SRN_MAX_SGE], dst[SRN_MAX_SGE];
 	bool write = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-	struct srn_recv_wqe r;
-	uint64_t len = w->length, idx;
+	uint64_t len = w->length, idx, r_wr_id = 0;
 	struct srn_rq_ring *rq;
-	struct ibv_wc wc;
+	struct srn_cqe_slot *cqe;
 	int ns, nd = -1, ret;
 	uint32_t r_head = 0;
 	bool rnr = false;
@@ -286,18 +301,14 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 			rnr = true;
 			break;
 		}
-		/* what is used of it: not all SRN_MAX_SGE entries (a WRITE's
-		 * immediate uses only its wr_id) */
-		r.wr_id = slot->wr_id;
-		r.num_sge = slot->num_sge;
-		if (write) {
+		/* what is used of it, read in place (recv_map): not all
+		 * SRN_MAX_SGE entries (a WRITE's immediate uses only its
+		 * wr_id) */
+		r_wr_id = slot->wr_id;
+		if (write)
 			nd = len ? 1 : 0;
-		} else {
-			if (r.num_sge > SRN_MAX_SGE)
-				break;
-			memcpy(r.sge, slot->sge, r.num_sge * sizeof(r.sge[0]));
-			nd = recv_map(d, &r, len, dst);
-		}
+		else
+			nd = recv_map(d, slot, slot->num_sge, len, dst);
 		if (nd < 0)
 			break;
 		if (atomic_compare_exchange_strong_explicit(&rq->head, &h, h + 1,
@@ -316,25 +327,37 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 
 take:
 	scatter(src, ns, dst, nd, peer_is_self(d->peer));
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = r.wr_id;
-	wc.status = IBV_WC_SUCCESS;
-	wc.opcode = write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
-	wc.byte_len = (uint32_t)len;
-	wc.qp_num = rc->dqpn;
-	wc.src_qp = rc->qpn;
+	/* the completion is written in place, every field (the owner copies
+	 * the whole struct): no copy of a half-written one on the stack */
+	cqe = srn_cq_ring_slot(d->cq, d->cq_size, idx);
+	cqe->wc.wr_id = r_wr_id;
+	cqe->wc.status = IBV_WC_SUCCESS;
+	cqe->wc.opcode = write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	cqe->wc.vendor_err = 0;
+	cqe->wc.byte_len = (uint32_t)len;
 	if (w->opcode == IBV_WR_SEND_WITH_IMM || write) {
-		wc.imm_data = w->imm_data;
-		wc.wc_flags = IBV_WC_WITH_IMM;
+		cqe->wc.imm_data = w->imm_data;
+		cqe->wc.wc_flags = IBV_WC_WITH_IMM;
+	} else {
+		cqe->wc.imm_data = 0;
+		cqe->wc.wc_flags = 0;
 	}
-	d->cq->ent[idx & (d->cq_size - 1)].rq_head = r_head;
+	cqe->wc.qp_num = rc->dqpn;
+	cqe->wc.src_qp = rc->qpn;
+	cqe->wc.pkey_index = 0;
+	cqe->wc.slid = 0;
+	cqe->wc.sl = 0;
+	cqe->wc.dlid_path_bits = 0;
+	cqe->rq_head = r_head;
+	cqe->rq_tag = d->rq_tag;
 	/* the release store makes the data visible before the completion */
-	srn_cq_ring_publish(d->cq, d->cq_size, idx, &wc, SRN_CQE_PEER);
+	srn_cq_ring_commit(cqe, idx, SRN_CQE_PEER);
 	wake_if_armed(rc, d, w);
 	/* The next receive WQE was most likely posted long ago and is not
 	 * written again until taken: fetching it now takes its cache miss
 	 * off the next SEND's path. */
 	__builtin_prefetch(&rq->wqe[r_head & (d->rq_max_wr - 1)]);
+	__builtin_prefetch((const char *)&rq->wqe[r_head & (d->rq_max_wr - 1)] + 31);
 	d->rnr_since = 0;
 	direct_complete(rc, w, write ? SRN_CNT_direct_write : SRN_CNT_direct_send);
 	return 1;

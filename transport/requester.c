@@ -208,7 +208,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 	}
 }
 
-static void requester_run_locked(struct srn_rc_state *rc)
+static void requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 {
 	struct srn_qp *qp = rc->qp;
 	uint32_t win;
@@ -233,7 +233,7 @@ static void requester_run_locked(struct srn_rc_state *rc)
 		 * with nothing outstanding before it, so order and completion
 		 * order stay exact. */
 		if (!(w->state & WQE_STARTED) && qp->sq.head == qp->sq.next &&
-		    rc->type == IBV_QPT_RC) {
+		    rc->type == IBV_QPT_RC && !direct_tried) {
 			int dr = direct_try(rc, w);
 
 			if (dr > 0)
@@ -246,6 +246,7 @@ static void requester_run_locked(struct srn_rc_state *rc)
 			}
 		}
 
+		direct_tried = false; /* (only ever the first WQE) */
 		if (!(w->state & WQE_STARTED)) {
 			if (!opcode_supported(w->opcode) || w->length > SRN_MAX_MSG_SIZE ||
 			    (rc->type == IBV_QPT_UC && rc_is_rd_atomic(w))) {
@@ -319,6 +320,45 @@ static void requester_run_locked(struct srn_rc_state *rc)
 	requester_arm_retry(rc);
 }
 
+/* The same-host fast path: WQEs a same-host target takes in memory are
+ * done here, with none of the packet path's set-up (GSO batch, window,
+ * ACK piggybacking).  Only while nothing is outstanding, as in
+ * requester_run_locked.  Returns true when the run is over (the SQ is
+ * empty, or a SEND waits for a receive); *tried when the WQE at sq.next
+ * was offered to direct_try and refused (the packet path takes it). */
+static bool requester_direct_run(struct srn_rc_state *rc, bool *tried)
+{
+	struct srn_qp *qp = rc->qp;
+
+	*tried = false;
+	if (rc->type != IBV_QPT_RC || !rc->path_ok || rc->rnr_wait || rc->resume_at ||
+	    rc_state(rc) != IBV_QPS_RTS)
+		return false;
+	while (qp->sq.head == qp->sq.next && qp->sq.next != qp->sq.tail) {
+		struct srn_send_wqe *w = rc_sq(qp, qp->sq.next);
+		int dr;
+
+		if (w->state & (WQE_LOC_ERR | WQE_STARTED))
+			return false;
+		dr = direct_try(rc, w);
+		if (dr == -EAGAIN) {
+			/* no receive posted yet: look again soon */
+			rc->resume_at = srn_now_ns() + DIRECT_WAIT_NS;
+			srn_engine_arm(rc->eng, rc->resume_at);
+			requester_arm_retry(rc);
+			return true;
+		}
+		if (dr <= 0) {
+			*tried = true;
+			return false;
+		}
+	}
+	if (qp->sq.next != qp->sq.tail)
+		return false;
+	requester_arm_retry(rc);
+	return true;
+}
+
 /* Packets built in one run leave in GSO batches (tx.c).  An ACK the
  * responder held back for this QP goes with them: after the reply an
  * application sends when a message arrived, and when sizes match in the
@@ -328,11 +368,14 @@ static void requester_run_locked(struct srn_rc_state *rc)
  * its own just before the application's reply, which carries it free. */
 void requester_run(struct srn_rc_state *rc)
 {
-	uint64_t sent = atomic_load_explicit(&rc->cnt[SRN_CNT_tx_packets],
-					     memory_order_relaxed);
+	uint64_t sent;
+	bool tried;
 
+	if (requester_direct_run(rc, &tried))
+		return;
+	sent = atomic_load_explicit(&rc->cnt[SRN_CNT_tx_packets], memory_order_relaxed);
 	rc_tx_batch_begin();
-	requester_run_locked(rc);
+	requester_run_locked(rc, tried);
 	if (atomic_load_explicit(&rc->cnt[SRN_CNT_tx_packets], memory_order_relaxed) != sent) {
 		rc->req_tx_ns = srn_now_ns();
 		if (rc->ack_pending && rc->type == IBV_QPT_RC)

@@ -30,6 +30,18 @@ static struct srn_cq *cq_of_ex(struct ibv_cq_ex *c)
 	return srn_container_of(c, struct srn_cq, ibv);
 }
 
+/* The current ring and its size without the lock, or NULL while a
+ * resize is swapping them (cq->ring, then cq->size: a pair that does not
+ * match the ring's own size is not used).  A ring a resize replaced stays
+ * mapped until destroy, so one read here remains readable. */
+static struct srn_cq_ring *cq_ring_now(struct srn_cq *cq, uint32_t *size)
+{
+	struct srn_cq_ring *r = __atomic_load_n(&cq->ring, __ATOMIC_ACQUIRE);
+
+	*size = __atomic_load_n(&cq->size, __ATOMIC_ACQUIRE);
+	return r->size == *size ? r : NULL;
+}
+
 /* Monotonic nanoseconds (vDSO, no system call). */
 static uint64_t cq_now(void)
 {
@@ -80,6 +92,17 @@ static void cq_saw_peer(struct srn_cq *cq)
 {
 	struct timespec t;
 
+	/* The clock (~10 ns) only every 16th time while in peer mode (the
+	 * count shares empty_polls: either only spaces out clock reads):
+	 * peer_ns then lags a little more, and a mode that lapsed is renewed
+	 * at the next peer completion. */
+	if (atomic_load_explicit(&cq->peer_mode, memory_order_relaxed)) {
+		unsigned int n = atomic_load_explicit(&cq->empty_polls, memory_order_relaxed);
+
+		atomic_store_explicit(&cq->empty_polls, n + 1, memory_order_relaxed);
+		if (n & 15)
+			return;
+	}
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
 	atomic_store_explicit(&cq->peer_ns, (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec,
 			      memory_order_relaxed);
@@ -100,29 +123,36 @@ void srn_cq_recv_qp(struct srn_cq *cq, struct srn_qp *qp, bool added)
 	pthread_mutex_unlock(&cq->lock);
 }
 
-/* A peer's completion (cq->lock held): its RQ was taken up to rq_head, so
- * post_recv need not read head (a cache line the peer owns) to see room. */
-static void cq_peer_entry(struct srn_cq *cq, const struct srn_cqe_slot *s)
+/* A peer's completion (any poller): its RQ was taken up to rq_head, so
+ * post_recv need not read head (a cache line the peer owns) to see room
+ * (shared_rings.h rq_hint; qp_post.c).  Pollers racing may store an
+ * older one last: a hint that lags only costs post_recv a read of head. */
+static void cq_peer_entry(struct srn_cq_ring *r, uint32_t rq_tag, uint32_t rq_head)
 {
-	struct srn_qp *qp = cq->rq_owner;
-
-	if (qp && s->wc.qp_num == qp->ex.qp_base.qp_num)
-		atomic_store_explicit(&qp->rq_head_seen, s->rq_head, memory_order_relaxed);
+	atomic_store_explicit(&r->rq_hint, (uint64_t)rq_tag << 32 | rq_head, memory_order_relaxed);
 }
 
 /* Next completion into cq->cur (lock held); false if none. */
 static bool cq_load_cur(struct srn_cq *cq)
 {
-	struct srn_cqe_slot *s = srn_cq_ring_peek(cq->ring, cq->size);
+	struct srn_cq_ring *r = cq->ring;
+	struct srn_cqe_slot *s;
+	uint32_t flags, rq_head, rq_tag;
+	uint64_t c;
 
-	if (!s)
-		return false;
-	cq->cur = s->wc;
-	if (s->flags & SRN_CQE_PEER) {
-		cq_peer_entry(cq, s);
+	do {
+		s = srn_cq_ring_peek_at(r, cq->size, &c);
+		if (!s)
+			return false;
+		cq->cur = s->wc;
+		flags = s->flags;
+		rq_head = s->rq_head;
+		rq_tag = s->rq_tag;
+	} while (!srn_cq_ring_claim(r, c, 1)); /* a lock-free poll took it */
+	if (flags & SRN_CQE_PEER) {
+		cq_peer_entry(r, rq_tag, rq_head);
 		cq_saw_peer(cq);
 	}
-	srn_cq_ring_pop(cq->ring);
 	cq->ibv.wr_id = cq->cur.wr_id;
 	cq->ibv.status = cq->cur.status;
 	return true;
@@ -351,20 +381,30 @@ SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		srn_rings_free(ring, srn_cq_ring_bytes(size), new_share);
 		return EINVAL;
 	}
-	while ((s = srn_cq_ring_peek(old, old_size)) && n < size) {
-		srn_cq_ring_publish(ring, size, n++, &s->wc, s->flags);
-		srn_cq_ring_pop(old);
+	/* (lock-free pollers may still take some meanwhile: each copy
+	 * counts once its claim succeeds) */
+	for (uint64_t c; n < size && (s = srn_cq_ring_peek_at(old, old_size, &c));) {
+		struct srn_cqe_slot *d = &ring->ent[n];
+
+		d->wc = s->wc;
+		d->flags = s->flags;
+		d->rq_head = s->rq_head;
+		d->rq_tag = s->rq_tag;
+		if (srn_cq_ring_claim(old, c, 1))
+			atomic_store_explicit(&d->seq, (uint32_t)(++n), memory_order_release);
 	}
 	atomic_store(&ring->prod, n);
 	if (cq->share && !cq->closed) {
 		cq->closed = old;
 		cq->closed_share = cq->share;
 	} else {
-		srn_rings_free(old, srn_cq_ring_bytes(old_size), cq->share);
+		/* private: chained for destroy (lock-free readers may still
+		 * hold it, see cq_ring_now) */
+		ring->retired = old;
 	}
-	cq->ring = ring;
+	__atomic_store_n(&cq->ring, ring, __ATOMIC_RELEASE);
 	cq->share = NULL;
-	cq->size = size;
+	__atomic_store_n(&cq->size, size, __ATOMIC_RELEASE);
 	cq->ibv.cqe = (int)size;
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
@@ -409,6 +449,15 @@ SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_mutex_destroy(&cq->lock);
 	cq_ring_close(cq->ring, cq->size);
+	/* rings a resize replaced (only ever private ones are chained, and
+	 * only a private ring's link is followed: a peer may write a shared
+	 * one) */
+	if (!cq->share) {
+		for (struct srn_cq_ring *r = cq->ring->retired, *next; r; r = next) {
+			next = r->retired;
+			srn_rings_free(r, srn_cq_ring_bytes(r->size), NULL);
+		}
+	}
 	srn_rings_free(cq->ring, srn_cq_ring_bytes(cq->size), cq->share);
 	if (cq->closed)
 		srn_rings_free(cq->closed, srn_cq_ring_bytes(cq->closed->size), cq->closed_share);
@@ -418,29 +467,61 @@ SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 /* ---- data path ------------------------------------------------------- */
 
+/* Up to n completions, oldest first: read them where they are, then claim
+ * them all with one compare-and-swap of cons (no lock: see
+ * shared_rings.h).  Only while a resize swaps the ring does it wait for
+ * the lock. */
 static int cq_take(struct srn_cq *cq, int n, struct ibv_wc *wc)
 {
-	int got = 0;
+	struct srn_cq_ring *r;
+	uint32_t size, rq_head = 0, rq_tag = 0;
+	bool peer;
+	uint64_t c;
+	int got;
 
-	/* empty (the common case when spinning): no lock */
-	if (!srn_cq_ring_ready(cq->ring, cq->size))
-		return 0;
-
-	struct srn_cqe_slot *s;
-	bool peer = false;
-
-	pthread_mutex_lock(&cq->lock);
-	while (got < n && (s = srn_cq_ring_peek(cq->ring, cq->size))) {
-		wc[got++] = s->wc;
-		if (s->flags & SRN_CQE_PEER) {
-			cq_peer_entry(cq, s);
-			peer = true;
-		}
-		srn_cq_ring_pop(cq->ring);
+	r = cq_ring_now(cq, &size);
+	if (!r) {
+		/* a resize in progress: it holds the lock until done */
+		pthread_mutex_lock(&cq->lock);
+		pthread_mutex_unlock(&cq->lock);
+		r = cq_ring_now(cq, &size);
+		if (!r)
+			return 0;
 	}
-	pthread_mutex_unlock(&cq->lock);
-	if (peer)
+	/* empty (the common case when spinning) */
+	if (!srn_cq_ring_ready(r, size))
+		return 0;
+	do {
+		struct srn_cqe_slot *s = srn_cq_ring_peek_at(r, size, &c);
+		uint64_t i = c;
+
+		got = 0;
+		peer = false;
+		/* consecutive published entries; a skipped one ends the batch
+		 * (the next call steps over it) */
+		while (s && got < n) {
+			uint32_t flags = s->flags;
+
+			if (flags & SRN_CQE_SKIP)
+				break;
+			wc[got++] = s->wc;
+			if (flags & SRN_CQE_PEER) {
+				peer = true;
+				rq_head = s->rq_head;
+				rq_tag = s->rq_tag;
+			}
+			i++;
+			s = &r->ent[i & (size - 1)];
+			if (atomic_load_explicit(&s->seq, memory_order_acquire) != (uint32_t)(i + 1))
+				s = NULL;
+		}
+		if (!got)
+			return 0;
+	} while (!srn_cq_ring_claim(r, c, (uint64_t)got));
+	if (peer) {
+		cq_peer_entry(r, rq_tag, rq_head);
 		cq_saw_peer(cq);
+	}
 	return got;
 }
 
@@ -504,11 +585,26 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 	bool raise = false, fire = false;
 	uint64_t idx;
 
+	/* No completion channel: nothing to fire, so a producer needs only
+	 * its reservation (the ring is multi-producer); the lock is for a
+	 * full ring (skipped entries to step over, overrun).  The channel
+	 * is fixed at creation; resize swaps the ring under the lock, so
+	 * the reservation is made in whatever ring is current and a closed
+	 * one sends us to the locked path. */
+	if (!cq->ibv.channel) {
+		uint32_t size;
+		struct srn_cq_ring *r = cq_ring_now(cq, &size);
+
+		if (r && !srn_cq_ring_reserve(r, size, &idx)) {
+			srn_cq_ring_publish(r, size, idx, wc, 0);
+			return 0;
+		}
+	}
 	pthread_mutex_lock(&cq->lock);
 	/* full: skipped entries at its head may be all that fills it (the
 	 * consumer's lock is ours: step over them) */
 	if (srn_cq_ring_reserve(cq->ring, cq->size, &idx) &&
-	    (srn_cq_ring_peek(cq->ring, cq->size), srn_cq_ring_reserve(cq->ring, cq->size, &idx))) {
+	    (srn_cq_ring_skip(cq->ring, cq->size), srn_cq_ring_reserve(cq->ring, cq->size, &idx))) {
 		/* IBTA 11.4.2.1: overrun puts the CQ in error; say it once. */
 		raise = !cq->overrun;
 		cq->overrun = true;

@@ -197,9 +197,11 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		qp->cap.max_recv_wr = 0;
 		qp->cap.max_recv_sge = 0;
 	} else {
-		qp->rq.max_wr = round_pow2(a->cap.max_recv_wr ? a->cap.max_recv_wr : 1);
+		qp->cap.max_recv_wr = round_pow2(a->cap.max_recv_wr ? a->cap.max_recv_wr : 1);
+		/* the ring has twice the slots the application may fill (see
+		 * srn_rq_ring_slots) */
+		qp->rq.max_wr = srn_rq_ring_slots(qp->cap.max_recv_wr);
 		qp->rq.max_sge = a->cap.max_recv_sge;
-		qp->cap.max_recv_wr = qp->rq.max_wr;
 		/* a ring a same-host peer can take from (verbs/shared_rings.h)
 		 * when it is an RC QP whose receive CQ it can complete into */
 		qp->rqs = srn_rings_alloc(a->qp_type == IBV_QPT_RC &&

@@ -119,7 +119,9 @@ static int wqe_from_wr(const struct srn_qp *qp, struct srn_send_wqe *w,
 	w->imm_data = (wr->opcode == IBV_WR_SEND_WITH_IMM ||
 		       wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ? wr->imm_data : 0;
 	w->num_sge = (uint32_t)wr->num_sge;
-	if (wr->num_sge)
+	if (wr->num_sge == 1)
+		w->sge[0] = wr->sg_list[0]; /* the common case, without a call */
+	else if (wr->num_sge)
 		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
 	w->length = 0;
 	w->remote_addr = 0;
@@ -171,7 +173,9 @@ static int recv_wqe_fill(struct srn_recv_wqe *r, uint32_t max_sge, const struct 
 		return EINVAL;
 	r->wr_id = wr->wr_id;
 	r->num_sge = (uint32_t)wr->num_sge;
-	if (wr->num_sge)
+	if (wr->num_sge == 1)
+		r->sge[0] = wr->sg_list[0]; /* the common case, without a call */
+	else if (wr->num_sge)
 		memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(r->sge[0]));
 	r->length = len;
 	return 0;
@@ -189,6 +193,24 @@ int srn_wq_post_recv(struct srn_wq *wq, uint32_t max_sge, const struct ibv_recv_
 	return err;
 }
 
+/* How far a same-host peer took our RQ, as the last of its completions
+ * our receive CQ's pollers consumed told (cq.c): at most head, so never
+ * room that is not there; t - hint >= capacity when there is none.  A
+ * hint about another ring (another QP on the same CQ, or one before us:
+ * tags are never reused in a process) is ignored. */
+static uint32_t rq_head_hint(struct srn_qp *qp)
+{
+	struct srn_cq_ring *cr = qp->recv_cq ? __atomic_load_n(&qp->recv_cq->ring, __ATOMIC_ACQUIRE)
+					     : NULL;
+	uint64_t v = cr ? atomic_load_explicit(&cr->rq_hint, memory_order_relaxed) : 0;
+	uint32_t t = atomic_load_explicit(&qp->rqs->tail, memory_order_relaxed);
+	uint32_t tag = qp->rqs->tag;
+
+	if (!tag || (uint32_t)(v >> 32) != tag || t - (uint32_t)v > qp->rq.max_wr)
+		return t - qp->rq.max_wr - 1; /* no use: "full" */
+	return (uint32_t)v;
+}
+
 /* A QP's RQ: the same, on its ring (the slot at tail is no taker's until
  * tail moves past it; the release store publishes it). */
 static int rq_post_recv(struct srn_qp *qp, const struct ibv_recv_wr *wr)
@@ -197,11 +219,16 @@ static int rq_post_recv(struct srn_qp *qp, const struct ibv_recv_wr *wr)
 	uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	int err;
 
-	if (t - atomic_load_explicit(&qp->rq_head_seen, memory_order_relaxed) >= qp->rq.max_wr) {
-		uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+	/* the application's capacity, which may be less than the ring's
+	 * slots (srn_rq_ring_slots) */
+	if (t - atomic_load_explicit(&qp->rq_head_seen, memory_order_relaxed) >=
+	    qp->cap.max_recv_wr) {
+		uint32_t h = rq_head_hint(qp);
 
+		if (t - h >= qp->cap.max_recv_wr)
+			h = atomic_load_explicit(&r->head, memory_order_acquire);
 		atomic_store_explicit(&qp->rq_head_seen, h, memory_order_relaxed);
-		if (t - h >= qp->rq.max_wr)
+		if (t - h >= qp->cap.max_recv_wr)
 			return ENOMEM;
 	}
 	struct srn_recv_wqe *slot = &r->wqe[t & (qp->rq.max_wr - 1)];
@@ -211,6 +238,17 @@ static int rq_post_recv(struct srn_qp *qp, const struct ibv_recv_wr *wr)
 		return err;
 	__atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
 	atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+	/* The next slot was last read by the same-host peer that took it,
+	 * half a ring ago (srn_rq_ring_slots): claim the lines the next post
+	 * writes now, or the unlock after it waits for them (on a ping-pong,
+	 * right before the reply).  Not the slot the peer takes next: only
+	 * with room to spare in the ring. */
+	if (qp->rq.max_wr > qp->cap.max_recv_wr) {
+		slot = &r->wqe[(t + 1) & (qp->rq.max_wr - 1)];
+		srn_prefetch_w(slot);
+		srn_prefetch_w((char *)slot + 31); /* to sge[0]'s end */
+		srn_prefetch_w(&slot->length);
+	}
 	return 0;
 }
 

@@ -52,7 +52,8 @@ struct srn_cqe_slot {
 	struct ibv_wc wc;
 	uint32_t rq_head;            /* SRN_CQE_PEER: the RQ's head after the
 				      * WQE of this completion was taken */
-	uint8_t pad[64 - 12 - sizeof(struct ibv_wc)];
+	uint32_t rq_tag;             /* SRN_CQE_PEER: that RQ ring's tag */
+	uint8_t pad[64 - 16 - sizeof(struct ibv_wc)];
 };
 _Static_assert(sizeof(struct srn_cqe_slot) == 64, "one completion per cache line");
 
@@ -65,11 +66,22 @@ struct srn_cq_ring {
 				      * doorbell */
 	uint32_t channel;            /* 1: the CQ has a completion channel (a
 				      * peer need not look at armed otherwise) */
-	uint8_t pad0[48];
+	struct srn_cq_ring *retired; /* private rings only: the ring this one
+				      * replaced (ibv_resize_cq), kept mapped
+				      * until destroy for lock-free pollers
+				      * and producers that still look at it */
+	uint8_t pad0[40];
 	_Atomic uint64_t prod;       /* entries reserved; | SRN_CQ_CLOSED */
 	uint8_t pad1[56];
-	_Atomic uint64_t cons;       /* entries consumed (owner only writes) */
-	uint8_t pad2[56];
+	_Atomic uint64_t cons;       /* entries consumed (the owner's pollers,
+				      * each claim a compare-and-swap) */
+	_Atomic uint64_t rq_hint;    /* the last peer completion consumed:
+				      * its RQ ring's tag << 32 | that RQ's
+				      * head after its WQE was taken
+				      * (post_recv sees room without reading
+				      * head, a line the peer owns); may lag,
+				      * never leads */
+	uint8_t pad2[48];
 	struct srn_cqe_slot ent[];
 };
 
@@ -80,13 +92,44 @@ struct srn_rq_ring {
 	_Atomic uint32_t open;       /* 0 once the QP is being destroyed */
 	uint64_t cq_off;             /* recv CQ ring in the same memfd; 0: none */
 	uint32_t cq_size;            /* its entries */
-	uint8_t pad0[36];
+	uint32_t tag;                /* nonzero, unique among this process's
+				      * rings (direct_send_publish): names it
+				      * in the receive CQ's rq_hint */
+	uint8_t pad0[32];
 	_Atomic uint32_t head;       /* next to take (every taker, by CAS) */
 	uint8_t pad1[60];
 	_Atomic uint32_t tail;       /* next free (the owner's post_recv) */
 	uint8_t pad2[60];
 	struct srn_recv_wqe wqe[];
 };
+
+/* Fetch the line at p for writing (a line another core has: its copy is
+ * invalidated now, not at the store).  __builtin_prefetch(p, 1) emits a
+ * plain prefetch unless the compiler targets PRFCHW; the instruction is
+ * a no-op on x86-64 CPUs that lack it. */
+static inline void srn_prefetch_w(const void *p)
+{
+#if defined(__x86_64__)
+	__asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
+#else
+	__builtin_prefetch(p, 1);
+#endif
+}
+
+/* Slots of the RQ ring of a QP granted max_recv_wr receives (a power of
+ * two): twice as many for up to SRN_RQ_SPARE_MAX.  With a ring the
+ * application can fill, its next post_recv rewrites the very slot a
+ * same-host peer has just taken (and read): the write waits for that
+ * line to come back from the peer's cache, on the path of every
+ * ping-pong (~100 ns here).  With room to spare the slot written was
+ * taken half a ring ago.  (Larger rings keep their size: a WQE slot is
+ * 536 bytes.) */
+enum { SRN_RQ_SPARE_MAX = 4096 };
+
+static inline uint32_t srn_rq_ring_slots(uint32_t max_recv_wr)
+{
+	return max_recv_wr <= SRN_RQ_SPARE_MAX ? 2 * max_recv_wr : max_recv_wr;
+}
 
 static inline size_t srn_cq_ring_bytes(uint32_t size)
 {
@@ -131,6 +174,20 @@ static inline int srn_cq_ring_reserve(struct srn_cq_ring *r, uint32_t size, uint
 	return srn_cq_ring_reserve_cached(r, size, &cons, idx);
 }
 
+/* Reserved entry idx, for the producer to fill in place ... */
+static inline struct srn_cqe_slot *srn_cq_ring_slot(struct srn_cq_ring *r, uint32_t size,
+						    uint64_t idx)
+{
+	return &r->ent[idx & (size - 1)];
+}
+
+/* ... and publish once its wc is written. */
+static inline void srn_cq_ring_commit(struct srn_cqe_slot *s, uint64_t idx, uint32_t flags)
+{
+	s->flags = flags;
+	atomic_store_explicit(&s->seq, (uint32_t)(idx + 1), memory_order_release);
+}
+
 /* Publish reserved entry idx (wc NULL: a skipped one). */
 static inline void srn_cq_ring_publish(struct srn_cq_ring *r, uint32_t size, uint64_t idx,
 				       const struct ibv_wc *wc, uint32_t flags)
@@ -156,41 +213,60 @@ static inline void srn_cq_ring_unreserve(struct srn_cq_ring *r, uint32_t size, u
 		srn_cq_ring_publish(r, size, idx, NULL, flags);
 }
 
-/* ---- CQ: the owner's consumer (one at a time: srn_cq.lock) ------------ */
+/* ---- CQ: the owner's consumers --------------------------------------
+ * Any number of pollers, with or without srn_cq.lock: each reads the
+ * entries at cons and claims them with a compare-and-swap of cons.  The
+ * copy is valid when the claim succeeds: no producer reuses a slot until
+ * cons has passed it.  A failed claim means another poller took them. */
 
-/* The entry at cons if it is published, else NULL.  Skipped entries are
- * consumed on the way. */
-static inline struct srn_cqe_slot *srn_cq_ring_peek(struct srn_cq_ring *r, uint32_t size)
+/* The entry at cons if it is published, else NULL; *c is that cons.
+ * Skipped entries are consumed on the way. */
+static inline struct srn_cqe_slot *srn_cq_ring_peek_at(struct srn_cq_ring *r, uint32_t size,
+						       uint64_t *c)
 {
-	uint64_t c = atomic_load_explicit(&r->cons, memory_order_relaxed);
+	uint64_t i = atomic_load_explicit(&r->cons, memory_order_acquire);
 
 	for (;;) {
-		struct srn_cqe_slot *s = &r->ent[c & (size - 1)];
+		struct srn_cqe_slot *s = &r->ent[i & (size - 1)];
 
-		if (atomic_load_explicit(&s->seq, memory_order_acquire) != (uint32_t)(c + 1))
+		if (atomic_load_explicit(&s->seq, memory_order_acquire) != (uint32_t)(i + 1))
 			return NULL;
-		if (!(s->flags & SRN_CQE_SKIP))
+		if (!(s->flags & SRN_CQE_SKIP)) {
+			*c = i;
 			return s;
-		atomic_store_explicit(&r->cons, ++c, memory_order_release);
+		}
+		/* failed: i is the new cons, look there */
+		if (atomic_compare_exchange_weak_explicit(&r->cons, &i, i + 1,
+							  memory_order_acq_rel,
+							  memory_order_acquire))
+			i++;
 	}
 }
 
+/* Claim entries [c, c + n) (their copies taken): false if another poller
+ * took them first (the copies are then void). */
+static inline bool srn_cq_ring_claim(struct srn_cq_ring *r, uint64_t c, uint64_t n)
+{
+	return atomic_compare_exchange_strong_explicit(&r->cons, &c, c + n, memory_order_acq_rel,
+						       memory_order_relaxed);
+}
+
+/* Step over skipped entries at cons. */
+static inline void srn_cq_ring_skip(struct srn_cq_ring *r, uint32_t size)
+{
+	uint64_t c;
+
+	(void)srn_cq_ring_peek_at(r, size, &c);
+}
+
 /* Lock-free look (any thread): is the entry at cons published?  A hint:
- * the consumer may take it first. */
+ * another poller may take it first. */
 static inline bool srn_cq_ring_ready(struct srn_cq_ring *r, uint32_t size)
 {
 	uint64_t c = atomic_load_explicit(&r->cons, memory_order_acquire);
 
 	return atomic_load_explicit(&r->ent[c & (size - 1)].seq, memory_order_acquire) ==
 	       (uint32_t)(c + 1);
-}
-
-/* Consume the entry srn_cq_ring_peek returned. */
-static inline void srn_cq_ring_pop(struct srn_cq_ring *r)
-{
-	atomic_store_explicit(&r->cons,
-			      atomic_load_explicit(&r->cons, memory_order_relaxed) + 1,
-			      memory_order_release);
 }
 
 /* ---- RQ -------------------------------------------------------------- */
