@@ -89,13 +89,46 @@ static bool app_polling(struct srn_engine *eng, uint64_t now)
 	return last + ENGINE_APP_ACTIVE_NS > now;
 }
 
+/* An application thread posted sends that left within
+ * ENGINE_APP_ACTIVE_NS: it is likely in post_send again, holding the QP
+ * lock for the next message's packets (a 64 KiB WRITE: ~10 us), and will
+ * poll its CQ, which receives, once its queue is full (ENGINE_APP_SEND_NS:
+ * a few messages' time).  The engine thread
+ * then does not receive: a response would only wait for that lock, and
+ * unlocking it would cost the sender a futex wake per message. */
+enum { ENGINE_APP_SEND_NS = 50 * 1000 };
+
+static bool app_sending(struct srn_engine *eng, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&eng->app_send_ns, memory_order_relaxed);
+
+	return last + ENGINE_APP_SEND_NS > now;
+}
+
+/* The last sign of an application thread at work: a poll or a send. */
+static uint64_t app_active_ns(struct srn_engine *eng)
+{
+	uint64_t p = atomic_load_explicit(&eng->app_poll_ns, memory_order_relaxed);
+	uint64_t s = atomic_load_explicit(&eng->app_send_ns, memory_order_relaxed);
+
+	return p > s ? p : s;
+}
+
 /* A QP deadline: the QPs are scanned once it has passed (run_qp_timers).
  * While the engine defers to an application thread that polls, that
  * thread runs them (srn_transport_progress) and the timer is left alone:
  * a wake-up of the engine thread would take a CPU from the poller; the
- * deferral's own timer covers the case where the application stops. */
+ * deferral's own timer covers the case where the application stops.
+ * An earlier deadline already pending covers a later one without the
+ * lock: its scan looks at every QP (under the QP's lock, which the caller
+ * holds while it stores its deadline) and arms what is left; and the
+ * engine programs the timer for it before it sleeps (timer_rearm). */
 void srn_engine_arm(struct srn_engine *eng, uint64_t at_ns)
 {
+	uint64_t due = atomic_load_explicit(&eng->qp_due_ns, memory_order_relaxed);
+
+	if (due && due <= at_ns)
+		return;
 	pthread_mutex_lock(&eng->timer_lock);
 	if (!eng->qp_due_ns || at_ns < eng->qp_due_ns)
 		atomic_store_explicit(&eng->qp_due_ns, at_ns, memory_order_relaxed);
@@ -179,6 +212,7 @@ static void put_qp(struct srn_rc_state *rc)
  * locked once for all of them. */
 struct rx_hold {
 	struct srn_rc_state *rc;
+	uint64_t pkts, bytes;        /* eng's rx counters, added at rx_end */
 };
 
 static void rx_release(struct rx_hold *h)
@@ -211,8 +245,8 @@ static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold
 		srn_cq_notify_peers(eng->ctx);
 		return;
 	}
-	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_packets], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_bytes], m->len, memory_order_relaxed);
+	h->pkts++;
+	h->bytes += m->len;
 	if (m->truncated) {
 		eng->cnt[SRN_CNT_rx_drop_truncated]++;
 		return;
@@ -303,12 +337,25 @@ deliver:
 	}
 }
 
+/* The end of a run of rx_pkt calls: the QP is let go, the counts added. */
+static void rx_end(struct srn_engine *eng, struct rx_hold *h)
+{
+	rx_release(h);
+	if (h->pkts) {
+		atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_packets], h->pkts,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_rx_bytes], h->bytes,
+					  memory_order_relaxed);
+		h->pkts = h->bytes = 0;
+	}
+}
+
 static void rx_one(struct srn_engine *eng, struct net_udp_msg *m)
 {
-	struct rx_hold h = { NULL };
+	struct rx_hold h = { NULL, 0, 0 };
 
 	rx_pkt(eng, m, &h);
-	rx_release(&h);
+	rx_end(eng, &h);
 }
 
 void srn_engine_rx_msg(struct srn_engine *eng, struct net_udp_msg *m)
@@ -355,10 +402,22 @@ int srn_engine_rx_batch(struct srn_engine *eng)
 	return r == ENGINE_BATCH || n == ENGINE_SOCK_BATCH ? ENGINE_BATCH : n + r;
 }
 
+/* The engine whose batch-end ACKs this thread still owes (a full batch
+ * skipped them: more packets were waiting). */
+static __thread struct srn_engine *rx_acks_owed;
+
+void srn_engine_rx_done(struct srn_engine *eng)
+{
+	if (rx_acks_owed == eng) {
+		rx_acks_owed = NULL;
+		responder_rx_batch_end(eng);
+	}
+}
+
 int srn_engine_rx_sock(struct srn_engine *eng)
 {
 	int n = net_udp_recv_batch(&eng->udp, eng->msgs, ENGINE_SOCK_BATCH);
-	struct rx_hold h = { NULL };
+	struct rx_hold h = { NULL, 0, 0 };
 
 	for (int i = 0; i < n; i++) {
 		struct net_udp_msg *m = &eng->msgs[i];
@@ -379,8 +438,14 @@ int srn_engine_rx_sock(struct srn_engine *eng)
 			rx_pkt(eng, &one, &h);
 		}
 	}
-	rx_release(&h);
-	responder_rx_batch_end(eng); /* ACKs held back in the batch */
+	rx_end(eng, &h);
+	/* ACKs held back in the batch; after a full one, with the next */
+	if (n == ENGINE_SOCK_BATCH) {
+		rx_acks_owed = eng;
+	} else {
+		rx_acks_owed = NULL;
+		responder_rx_batch_end(eng);
+	}
 	return n > 0 ? n : 0;
 }
 
@@ -476,6 +541,7 @@ static void engine_rx(struct srn_engine *eng)
 		if (srn_engine_rx_batch(eng) < ENGINE_BATCH)
 			break;
 	}
+	srn_engine_rx_done(eng);
 	pthread_mutex_unlock(&eng->rx_lock);
 }
 
@@ -498,6 +564,7 @@ static int engine_rx_try(struct srn_engine *eng, uint64_t wait_ns)
 	}
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_rx_batches], 1, memory_order_relaxed);
 	n = srn_engine_rx_batch(eng);
+	srn_engine_rx_done(eng);
 	pthread_mutex_unlock(&eng->rx_lock);
 	return n;
 }
@@ -631,8 +698,8 @@ static void engine_linger(struct srn_engine *eng)
 		uint64_t last = atomic_load_explicit(&eng->app_poll_ns, memory_order_relaxed);
 		int n;
 
-		if (now - last < ENGINE_APP_ACTIVE_NS)
-			break; /* an application thread receives */
+		if (now - last < ENGINE_APP_ACTIVE_NS || app_sending(eng, now))
+			break; /* an application thread receives, or sends */
 		if (++idle % 8 == 0 && !cpu_is_free())
 			break;
 		if (pthread_mutex_trylock(&eng->rx_lock))
@@ -645,12 +712,14 @@ static void engine_linger(struct srn_engine *eng)
 			idle = 0;
 		}
 	}
+	/* (our own list: no lock needed to send what full batches left) */
+	srn_engine_rx_done(eng);
 }
 /* The socket has packets (fresh = from epoll), or a deferral ended. */
 static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fresh)
 {
 	uint64_t now = srn_now_ns();
-	uint64_t last = atomic_load_explicit(&eng->app_poll_ns, memory_order_relaxed);
+	uint64_t last = app_active_ns(eng);
 
 	if (!fresh) {
 		if (!d->on)
@@ -668,7 +737,10 @@ static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fr
 			 * polls): shortest steps */
 			defer_for(eng, d, now, step > ENGINE_DEFER_MAX_NS ?
 					       ENGINE_DEFER_MAX_NS : step);
-			if (engine_rx_try(eng, 0) > 0)
+			/* (an application thread polling right now takes
+			 * them itself: no contention for rx_lock) */
+			if (!app_sending(eng, now) && !app_polling(eng, now) &&
+			    engine_rx_try(eng, 0) > 0)
 				defer_for(eng, d, now, ENGINE_DEFER_MIN_NS);
 			return;
 		}
@@ -678,7 +750,8 @@ static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fr
 		 * left to the poller (srn_engine_arm).  Awake anyway, read
 		 * what is there (unless the application is at it). */
 		defer_for(eng, d, now, ENGINE_DEFER_MIN_NS);
-		engine_rx_try(eng, ENGINE_RX_WAIT_NS);
+		if (!app_sending(eng, now))
+			engine_rx_try(eng, ENGINE_RX_WAIT_NS);
 		return;
 	}
 	d->on = false;

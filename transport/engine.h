@@ -69,6 +69,7 @@ struct srn_engine {
 	uint32_t n_all, cap_all;
 
 	_Atomic uint64_t app_poll_ns; /* last srn_transport_progress call */
+	_Atomic uint64_t app_send_ns; /* last post_send that sent packets */
 
 	pthread_mutex_t timer_lock;
 	uint64_t timer_armed_ns;     /* CLOCK_MONOTONIC deadline, 0 = off */
@@ -110,8 +111,14 @@ int srn_engine_rx_batch(struct srn_engine *eng);
  * held).  Returns the number processed. */
 int srn_engine_rx_shm(struct srn_engine *eng, int max);
 /* Only the socket: one recvmmsg batch (rx_lock held).  Datagrams read
- * (ENGINE_SOCK_BATCH: more may be waiting). */
+ * (ENGINE_SOCK_BATCH: more may be waiting).  A full batch leaves the ACKs
+ * it held back to the next one (a stream then gets one ACK per
+ * RESP_ACK_COALESCE_PKTS, not one per batch): a thread that stops
+ * receiving after it calls srn_engine_rx_done. */
 int srn_engine_rx_sock(struct srn_engine *eng);
+/* The end of this thread's receiving for now: the ACKs that full batches
+ * left (srn_engine_rx_sock) go the way a batch's end sends them. */
+void srn_engine_rx_done(struct srn_engine *eng);
 
 /* Run the QP timers (completer_timer) if the earliest deadline passed.
  * Any thread, no lock held. */

@@ -106,6 +106,7 @@ void rc_resolve_path(struct srn_rc_state *rc)
 	struct net_addr to = { 0 };
 	uint16_t port;
 	int fam;
+	bool local, found;
 
 	if (ah->is_global) {
 		const uint8_t *g = ah->grh.dgid.raw;
@@ -124,9 +125,10 @@ void rc_resolve_path(struct srn_rc_state *rc)
 	}
 	to.port = SRN_ROCE_UDP_PORT;
 	rc->shm_peer = NULL;
-	if (to.family == eng->udp.local.family && net_addr_is_local(to.family, to.ip) &&
-	    net_registry_lookup(eng->reg, rc->dqpn, &port, &fam) == 0 &&
-	    fam == to.family) {
+	local = to.family == eng->udp.local.family && net_addr_is_local(to.family, to.ip);
+	found = local && net_registry_lookup(eng->reg, rc->dqpn, &port, &fam) == 0 &&
+		fam == to.family;
+	if (found) {
 		to.port = port;
 		/* Same host: through the owner's inbox when there is one
 		 * (not under fault injection, which acts on datagrams). */
@@ -135,9 +137,9 @@ void rc_resolve_path(struct srn_rc_state *rc)
 	}
 	/* A QP on this host whose number the registry does not show (yet):
 	 * rc_tx resolves again before each packet until it does, rather
-	 * than sending for good to whoever holds port 4791. */
-	rc->path_unresolved = to.port == SRN_ROCE_UDP_PORT && to.family == eng->udp.local.family &&
-			      net_addr_is_local(to.family, to.ip);
+	 * than sending for good to whoever holds port 4791.  Only then: a
+	 * peer engine may hold 4791 itself, and its QPs are resolved. */
+	rc->path_unresolved = local && !found;
 	if (rc->path_unresolved)
 		srn_dbg(eng, "qp %u: dest QPN %u not in the registry yet", rc->qpn, rc->dqpn);
 	rc->peer = to;
@@ -256,10 +258,19 @@ void srn_transport_kick_sq(struct srn_qp *qp)
 
 	if (!rc)
 		return;
-	if (rc_state(rc) == IBV_QPS_ERR)
+	if (rc_state(rc) == IBV_QPS_ERR) {
 		rc_flush_sq(rc);
-	else
+	} else {
+		uint64_t sent = rc->req_tx_ns;
+
 		requester_run(rc);
+		/* tells the engine thread the application is sending (it
+		 * keeps off the QP lock meanwhile); the run's own time
+		 * stamp, so no clock read here */
+		if (rc->req_tx_ns != sent)
+			atomic_store_explicit(&rc->eng->app_send_ns, rc->req_tx_ns,
+					      memory_order_relaxed);
+	}
 }
 
 void srn_transport_kick_rq(struct srn_qp *qp)
@@ -320,6 +331,7 @@ void srn_transport_progress(struct srn_context *ctx)
 		if (n < (eng->inbox ? ENGINE_SOCK_BATCH : ENGINE_BATCH))
 			break;
 	}
+	srn_engine_rx_done(eng);
 	if (eng->inbox) {
 		uint64_t gap = eng->shm_sock_gap * 2;
 

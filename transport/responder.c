@@ -69,15 +69,19 @@ static void send_aeth(struct srn_rc_state *rc, uint32_t psn, uint8_t syndrome)
  *  - on an application thread, with the application's next send on the
  *    QP (requester_run: often in the same GSO send as the reply) or at
  *    the end of its next receive batch;
+ *    (a full batch, with more packets waiting, leaves its ACKs to the
+ *    next one: srn_engine_rx_sock; a stream then gets one ACK per
+ *    RESP_ACK_COALESCE_PKTS, each a sendmsg on the receiver's CPU)
  *  - at once when it covers RESP_ACK_COALESCE_PKTS packets, so the
- *    requester's window keeps moving;
+ *    requester's window keeps moving (it asks for an ACK every quarter
+ *    window, at most 512 packets; 128 is half a batch of 16 GRO buffers);
  *  - by the engine timer after RESP_ACK_DEFER_NS in any case, far below
  *    any requester's ACK timeout (>= 1 ms here; 4.096 us * 2^timeout).
  * A same-host peer's traffic through the shared-memory inbox is not
  * batched like this: its ACKs go at once. */
 enum {
 	RESP_ACK_DEFER_NS = 200 * 1000,
-	RESP_ACK_COALESCE_PKTS = 64,
+	RESP_ACK_COALESCE_PKTS = 128,
 	RESP_ACK_LIST = 64,
 };
 

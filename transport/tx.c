@@ -2,6 +2,7 @@
  * RoCE packet (headers, payload straight from registered memory, pad,
  * ICRC) and hand it to the socket.  No allocation per packet. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,7 @@ struct tx_batch {
 	int ngrp;
 	bool grp_closed;             /* the last group ended with a short packet */
 	uint32_t grp_bytes;          /* in the last group */
+	uint64_t cnt_pkts, cnt_bytes; /* eng's tx counters, added at the flush */
 	struct net_udp_gso grp[TXB_MAX_GROUPS];
 	int seg_iov[TXB_MAX_SEGS];   /* where each packet starts in iov */
 	struct iovec iov[TXB_MAX_IOV];
@@ -88,6 +90,24 @@ struct tx_batch {
 };
 
 static __thread struct tx_batch *txb;
+
+/* Each thread's batch is freed when the thread exits: the key's
+ * destructor gets the pointer registered with pthread_setspecific. */
+static pthread_key_t txb_key;
+static pthread_once_t txb_key_once = PTHREAD_ONCE_INIT;
+static bool txb_key_ok;
+
+static void txb_free(void *p)
+{
+	if (p == txb)
+		txb = NULL; /* a later send in this thread allocates anew */
+	free(p);
+}
+
+static void txb_key_init(void)
+{
+	txb_key_ok = pthread_key_create(&txb_key, txb_free) == 0;
+}
 
 static void txb_flush(void)
 {
@@ -114,6 +134,11 @@ static void txb_flush(void)
 					  memory_order_relaxed);
 	/* What could not go is lost like on a wire; the ACK timeout resends
 	 * it. */
+	atomic_fetch_add_explicit(&b->eng->cnt[SRN_CNT_tx_packets], b->cnt_pkts,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&b->eng->cnt[SRN_CNT_tx_bytes], b->cnt_bytes,
+				  memory_order_relaxed);
+	b->cnt_pkts = b->cnt_bytes = 0;
 	b->nseg = b->niov = b->ngrp = 0;
 	b->grp_bytes = 0;
 	b->grp_closed = false;
@@ -122,11 +147,13 @@ static void txb_flush(void)
 void rc_tx_batch_begin(void)
 {
 	if (!txb) {
-		/* one per thread that ever sends; freed never (small, and a
-		 * thread-exit hook for it is not worth the complexity) */
+		/* one per thread that ever sends, freed at its exit */
+		pthread_once(&txb_key_once, txb_key_init);
 		txb = calloc(1, sizeof(*txb));
 		if (!txb)
 			return;
+		if (txb_key_ok)
+			pthread_setspecific(txb_key, txb);
 	}
 	txb->depth++;
 }
@@ -306,9 +333,15 @@ int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 
 		iov[n].iov_len = h->padcnt + WIRE_ICRC_LEN;
 		txb_add(rc, iov, n + 1, len, hlen, h->padcnt + WIRE_ICRC_LEN);
-		rc_count(rc, SRN_CNT_tx_packets);
-		atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_tx_bytes],
-					  (uint64_t)hlen + paylen, memory_order_relaxed);
+		/* the QP's counter now (the requester looks at it; its lock
+		 * is held, so no locked add is needed), the engine's at the
+		 * flush: one locked add per send instead of per packet */
+		atomic_store_explicit(&rc->cnt[SRN_CNT_tx_packets],
+				      atomic_load_explicit(&rc->cnt[SRN_CNT_tx_packets],
+							   memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+		txb->cnt_pkts++;
+		txb->cnt_bytes += (uint64_t)hlen + paylen;
 		return 0;
 	}
 	icrc = wire_icrc(&rc->l3, iov, n + (h->padcnt ? 1 : 0));
