@@ -278,9 +278,22 @@ static inline int srn_rq_ring_take(struct srn_rq_ring *r, uint32_t max_wr,
 	uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
 
 	for (;;) {
+		const struct srn_recv_wqe *w;
+		uint32_t n;
+
 		if (h == atomic_load_explicit(&r->tail, memory_order_acquire))
 			return -ENOENT;
-		*out = r->wqe[h & (max_wr - 1)];
+		/* Only the SGEs in use: a WQE has room for SRN_MAX_SGE, and
+		 * copying all of it is ~9 cache lines the poster just wrote.
+		 * num_sge is clamped (the ring is shared memory), the slot
+		 * is re-validated by the compare-and-swap below. */
+		w = &r->wqe[h & (max_wr - 1)];
+		out->wr_id = w->wr_id;
+		out->seq = w->seq;
+		out->length = w->length;
+		n = w->num_sge;
+		out->num_sge = n = n < SRN_MAX_SGE ? n : SRN_MAX_SGE;
+		memcpy(out->sge, w->sge, n * sizeof(w->sge[0]));
 		if (atomic_compare_exchange_strong_explicit(&r->head, &h, h + 1,
 							    memory_order_acq_rel,
 							    memory_order_acquire))
