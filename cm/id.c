@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cm/cm.h"
+#include "net/clock.h"
 #include "cm/devices.h"
 #include "verbs/export.h"
 
@@ -18,10 +19,7 @@ struct cm_id *cm_ids;
 
 uint64_t cm_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return net_now_ns() / 1000000;
 }
 
 uint16_t cm_ps_code(enum rdma_port_space ps)

@@ -57,6 +57,7 @@
  * cache and claims its own on its next path resolution.
  */
 #include "net/shm_ring.h"
+#include "net/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -169,14 +170,6 @@ static bool word_alive(uint64_t w)
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return false;
 	return (uint32_t)net_proc_start_time(pid) == (uint32_t)w;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static inline void cpu_relax(void)
@@ -567,7 +560,7 @@ int net_shm_send_to(struct net_shm_peer *p, const struct net_addr *from,
 	head = p->head;
 	tail = atomic_load_explicit(&lane->tail, memory_order_acquire);
 	if (head - tail >= NET_SHM_SLOTS) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = net_now_ns();
 		unsigned spins = 0;
 
 		/* full (or a nonsense tail): wait briefly for the consumer */
@@ -580,7 +573,7 @@ int net_shm_send_to(struct net_shm_peer *p, const struct net_addr *from,
 			if (head - tail < NET_SHM_SLOTS)
 				break;
 			/* (sched_yield may take a whole time slice) */
-			if ((spins >= 64 || spins % 16 == 0) && now_ns() - t0 > spin_ns) {
+			if ((spins >= 64 || spins % 16 == 0) && net_now_ns() - t0 > spin_ns) {
 				pthread_mutex_unlock(&p->lock);
 				return -EAGAIN;
 			}

@@ -15,6 +15,7 @@
  * system call unless memory has no shared mapping (process_vm_*).
  */
 #include "transport/direct.h"
+#include "net/clock.h"
 #include "transport/direct_priv.h"
 
 #include <stdlib.h>
@@ -185,19 +186,9 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 }
 
 /* Hot: does the target QP still accept direct operations from us? */
-/* The coarse clock (a few ms resolution, no counter read): enough for
- * the liveness and retry intervals, and cheap on every operation. */
-uint64_t direct_coarse_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 bool direct_qp_check(struct srn_rc_state *rc, struct direct_qp *d)
 {
-	uint64_t now = direct_coarse_ns();
+	uint64_t now = net_coarse_ns();
 
 	if (d->have && atomic_load_explicit(d->qgen, memory_order_acquire) == d->gen) {
 		if (!d->qp_ok)

@@ -77,8 +77,6 @@ struct direct_qp {
 
 /* direct.c, hot: does the target QP still accept direct operations? */
 bool direct_qp_check(struct srn_rc_state *rc, struct direct_qp *d);
-/* direct.c: CLOCK_MONOTONIC_COARSE in ns (no counter read). */
-uint64_t direct_coarse_ns(void);
 /* direct.c, hot: the cached view of key (an rkey, or a receive lkey). */
 struct direct_mr *direct_mr_get(struct direct_qp *d, uint32_t key);
 /* direct.c: where [va, va+len) of m is (*ptr mapped here, else *vaddr in

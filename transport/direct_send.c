@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "net/mode.h"
+#include "net/clock.h"
 #include "net/registry.h"
 #include "transport/direct_priv.h"
 #include "transport/rc.h"
@@ -258,7 +259,7 @@ static bool rq_wait(const struct srn_recv_wqe *slot, uint32_t h)
  * CQ): -EAGAIN while within DIRECT_RNR_WAIT_NS, then 0 (packets). */
 static int not_now(struct direct_qp *d)
 {
-	uint64_t now = direct_coarse_ns();
+	uint64_t now = net_coarse_ns();
 
 	if (!d->rnr_since)
 		d->rnr_since = now;

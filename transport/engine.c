@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "net/mode.h"
+#include "net/clock.h"
 #include "net/pcap.h"
 #include "net/shm_ring.h"
 #include "transport/rc.h"
@@ -33,10 +34,7 @@ const char *const srn_counter_names[SRN_CNT_MAX] = {
 
 uint64_t srn_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return net_now_ns();
 }
 
 void srn_dbg(struct srn_engine *eng, const char *fmt, ...)

@@ -2,6 +2,7 @@
  * (srn_cq_push) and the application drains (ibv_poll_cq or the
  * ibv_start_poll/next_poll/end_poll path of ibv_cq_ex). */
 #include "verbs/datapath.h"
+#include "net/clock.h"
 #include "verbs/export.h"
 #include "verbs/shared_rings.h"
 
@@ -42,14 +43,6 @@ static struct srn_cq_ring *cq_ring_now(struct srn_cq *cq, uint32_t *size)
 	return r->size == *size ? r : NULL;
 }
 
-/* Monotonic nanoseconds (vDSO, no system call). */
-static uint64_t cq_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 /* A poll found nothing: run the engine inline (a recvmmsg, ~1 us here)?
  * While same-host peers deliver into this CQ themselves, only every
@@ -75,7 +68,7 @@ static bool cq_progress(struct srn_cq *cq)
 		if (n & (CQ_CLOCK_EVERY - 1))
 			return false;
 	}
-	now = cq_now();
+	now = net_now_ns();
 	if (now - atomic_load_explicit(&cq->peer_ns, memory_order_relaxed) >= CQ_PEER_RECENT_NS)
 		atomic_store_explicit(&cq->peer_mode, false, memory_order_relaxed);
 	else if (now - atomic_load_explicit(&cq->progress_ns, memory_order_relaxed) <
@@ -90,8 +83,6 @@ static bool cq_progress(struct srn_cq *cq)
  * only stretch CQ_PEER_RECENT_NS a little) */
 static void cq_saw_peer(struct srn_cq *cq)
 {
-	struct timespec t;
-
 	/* The clock (~10 ns) only every 16th time while in peer mode (the
 	 * count shares empty_polls: either only spaces out clock reads):
 	 * peer_ns then lags a little more, and a mode that lapsed is renewed
@@ -103,9 +94,7 @@ static void cq_saw_peer(struct srn_cq *cq)
 		if (n & 15)
 			return;
 	}
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-	atomic_store_explicit(&cq->peer_ns, (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec,
-			      memory_order_relaxed);
+	atomic_store_explicit(&cq->peer_ns, net_coarse_ns(), memory_order_relaxed);
 	atomic_store_explicit(&cq->peer_mode, true, memory_order_relaxed);
 }
 
@@ -330,13 +319,13 @@ struct ibv_cq_ex *srn_create_cq_ex(struct ibv_context *context,
 static void cq_ring_close(struct srn_cq_ring *r, uint32_t size)
 {
 	uint64_t p = atomic_fetch_or(&r->prod, SRN_CQ_CLOSED) & ~SRN_CQ_CLOSED;
-	uint64_t c = atomic_load(&r->cons), t0 = cq_now();
+	uint64_t c = atomic_load(&r->cons), t0 = net_now_ns();
 
 	for (uint64_t i = c; i < p; i++) {
 		struct srn_cqe_slot *s = &r->ent[i & (size - 1)];
 
 		while (atomic_load_explicit(&s->seq, memory_order_acquire) != (uint32_t)(i + 1)) {
-			if (cq_now() - t0 > 100 * 1000 * 1000u) {
+			if (net_now_ns() - t0 > 100 * 1000 * 1000u) {
 				srn_cq_ring_publish(r, size, i, NULL, 0);
 				break;
 			}
