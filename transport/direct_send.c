@@ -217,8 +217,7 @@ static void wake_if_armed(struct srn_rc_state *rc, struct direct_qp *d, struct s
 	atomic_thread_fence(memory_order_seq_cst);
 	armed = atomic_load_explicit(&d->cq->armed, memory_order_relaxed);
 	if (armed == 1 || (armed == 2 && (w->send_flags & IBV_SEND_SOLICITED))) {
-		net_udp_send(&rc->eng->udp, &rc->peer, NULL, 0);
-		rc_count(rc, SRN_CNT_shm_doorbells);
+		rc_doorbell(rc);
 	}
 }
 

@@ -179,6 +179,10 @@ static inline enum ibv_qp_state rc_state(const struct srn_rc_state *rc)
 int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 	  int npay, uint32_t paylen);
 
+/* tx.c: wake the peer's engine, asleep on its socket, with a zero-length
+ * datagram (same-host peers: after a put into its inbox or rings). */
+void rc_doorbell(struct srn_rc_state *rc);
+
 /* tx.c: between begin and end (nestable, per thread) rc_tx queues packets
  * and sends each destination's run in one UDP GSO send; end flushes.  Call
  * end before letting go of the QP lock. */

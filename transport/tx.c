@@ -256,6 +256,12 @@ enum { TX_SHM_SPIN_NS = 20 * 1000 };
 /* The same packet as rc_tx would send (header, payload, pad, ICRC over
  * the same pseudo-header) into the peer's inbox instead of the socket;
  * tail has room for the ICRC after the pad. */
+void rc_doorbell(struct srn_rc_state *rc)
+{
+	net_udp_send(&rc->eng->udp, &rc->peer, NULL, 0);
+	rc_count(rc, SRN_CNT_shm_doorbells);
+}
+
 static int tx_shm(struct srn_rc_state *rc, struct iovec *iov, int n, uint8_t *tail,
 		  uint32_t padcnt, uint32_t bytes)
 {
@@ -282,11 +288,8 @@ static int tx_shm(struct srn_rc_state *rc, struct iovec *iov, int n, uint8_t *ta
 		rc_count(rc, SRN_CNT_tx_error);
 		return 0; /* lost like on a wire */
 	}
-	if (ret == 1) {
-		/* the owner's engine sleeps: wake it (a zero-length datagram) */
-		net_udp_send(&eng->udp, &rc->peer, NULL, 0);
-		rc_count(rc, SRN_CNT_shm_doorbells);
-	}
+	if (ret == 1)
+		rc_doorbell(rc); /* the owner's engine sleeps */
 	rc_count(rc, SRN_CNT_tx_packets);
 	rc_count(rc, SRN_CNT_tx_shm_packets);
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_tx_bytes], bytes, memory_order_relaxed);
