@@ -293,15 +293,13 @@ enum {
 	PROGRESS_SOCK_MAX_NS = 160 * 1000,
 };
 
-void srn_transport_progress(struct srn_context *ctx)
+void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 {
 	struct srn_engine *eng = ctx->engine;
-	uint64_t now;
 	int got = 0;
 
 	if (!eng)
 		return;
-	now = srn_now_ns();
 	/* tells the engine thread an application thread is receiving */
 	atomic_store_explicit(&eng->app_poll_ns, now, memory_order_relaxed);
 	/* QP deadlines that passed: while we poll, the engine thread leaves

@@ -43,7 +43,6 @@ static struct srn_cq_ring *cq_ring_now(struct srn_cq *cq, uint32_t *size)
 	return r->size == *size ? r : NULL;
 }
 
-
 /* A poll found nothing: run the engine inline (a recvmmsg, ~1 us here)?
  * While same-host peers deliver into this CQ themselves, only every
  * CQ_PROGRESS_GAP_NS: other traffic still arrives through the engine
@@ -75,7 +74,7 @@ static bool cq_progress(struct srn_cq *cq)
 		 CQ_PROGRESS_GAP_NS)
 		return false;
 	atomic_store_explicit(&cq->progress_ns, now, memory_order_relaxed);
-	srn_transport_progress(srn_ctx(cq->ibv.context));
+	srn_transport_progress(srn_ctx(cq->ibv.context), now);
 	return true;
 }
 

@@ -384,8 +384,9 @@ void srn_transport_kick_sq(struct srn_qp *qp);
 /* New receive WQEs were posted (a responder in RNR may resume). */
 void srn_transport_kick_rq(struct srn_qp *qp);
 /* Called without the QP lock by poll_cq on an empty CQ: give the engine a
- * chance to run inline (receive and process packets) instead of waiting. */
-void srn_transport_progress(struct srn_context *ctx);
+ * chance to run inline (receive and process packets) instead of waiting.
+ * now: CLOCK_MONOTONIC ns, just read by the caller. */
+void srn_transport_progress(struct srn_context *ctx, uint64_t now);
 
 /* Multicast membership of this context changed (verbs/mcast.c calls,
  * with ctx->lock held, so the hook must not take it): join when the
