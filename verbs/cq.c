@@ -53,20 +53,28 @@ enum {
 	CQ_CLOCK_EVERY = 64,
 };
 
+/* While same-host peers deliver (peer mode), the hot paths read a clock
+ * only every `every`-th call (a power of two): true means skip this one.
+ * The count may miss increments under concurrent polls (no locked
+ * instruction per spin); cq_progress and cq_saw_peer share it, either
+ * only spaces out clock reads. */
+static bool cq_peer_skip(struct srn_cq *cq, unsigned int every)
+{
+	unsigned int n;
+
+	if (!atomic_load_explicit(&cq->peer_mode, memory_order_relaxed))
+		return false;
+	n = atomic_load_explicit(&cq->empty_polls, memory_order_relaxed) + 1;
+	atomic_store_explicit(&cq->empty_polls, n, memory_order_relaxed);
+	return n & (every - 1);
+}
+
 static bool cq_progress(struct srn_cq *cq)
 {
 	uint64_t now;
 
-	/* the clock itself only every CQ_CLOCK_EVERY empty polls then (a
-	 * count that may miss increments under concurrent polls: no locked
-	 * instruction per spin) */
-	if (atomic_load_explicit(&cq->peer_mode, memory_order_relaxed)) {
-		unsigned int n = atomic_load_explicit(&cq->empty_polls, memory_order_relaxed) + 1;
-
-		atomic_store_explicit(&cq->empty_polls, n, memory_order_relaxed);
-		if (n & (CQ_CLOCK_EVERY - 1))
-			return false;
-	}
+	if (cq_peer_skip(cq, CQ_CLOCK_EVERY))
+		return false;
 	now = net_now_ns();
 	if (now - atomic_load_explicit(&cq->peer_ns, memory_order_relaxed) >= CQ_PEER_RECENT_NS)
 		atomic_store_explicit(&cq->peer_mode, false, memory_order_relaxed);
@@ -82,17 +90,11 @@ static bool cq_progress(struct srn_cq *cq)
  * only stretch CQ_PEER_RECENT_NS a little) */
 static void cq_saw_peer(struct srn_cq *cq)
 {
-	/* The clock (~10 ns) only every 16th time while in peer mode (the
-	 * count shares empty_polls: either only spaces out clock reads):
-	 * peer_ns then lags a little more, and a mode that lapsed is renewed
-	 * at the next peer completion. */
-	if (atomic_load_explicit(&cq->peer_mode, memory_order_relaxed)) {
-		unsigned int n = atomic_load_explicit(&cq->empty_polls, memory_order_relaxed);
-
-		atomic_store_explicit(&cq->empty_polls, n + 1, memory_order_relaxed);
-		if (n & 15)
-			return;
-	}
+	/* The clock (~10 ns) only every 16th time in peer mode: peer_ns
+	 * then lags a little more, and a mode that lapsed is renewed at the
+	 * next peer completion. */
+	if (cq_peer_skip(cq, 16))
+		return;
 	atomic_store_explicit(&cq->peer_ns, net_coarse_ns(), memory_order_relaxed);
 	atomic_store_explicit(&cq->peer_mode, true, memory_order_relaxed);
 }

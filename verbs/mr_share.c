@@ -767,6 +767,16 @@ static struct srn_mr_share *share_create(uintptr_t start, uintptr_t end)
 	return b;
 }
 
+/* Clips [*lo, *hi) to what backing b holds: false if nothing is left. */
+static bool backing_clip(const struct srn_mr_share *b, uintptr_t *lo, uintptr_t *hi)
+{
+	if (*lo < b->start)
+		*lo = b->start;
+	if (*hi > b->start + b->len)
+		*hi = b->start + b->len;
+	return *lo < *hi;
+}
+
 /* The backing holding all of [start, end), or NULL; share_lock held.
  * *overlap is set when some backing holds part of it. */
 static struct srn_mr_share *backing_of(uintptr_t start, uintptr_t end, bool *overlap)
@@ -812,11 +822,9 @@ struct srn_mr_share *srn_mr_share_get(void *addr, size_t len)
 	if (found) {
 		/* munmap + a new mapping at the same place leaves a stale
 		 * backing: reuse only what is still ours. */
-		uintptr_t lo = found->start > out_start ? found->start : out_start;
-		uintptr_t hi = found->start + found->len < out_end ? found->start + found->len
-								   : out_end;
+		uintptr_t lo = out_start, hi = out_end;
 
-		if (range_is_backed(found, lo, hi))
+		if (backing_clip(found, &lo, &hi) && range_is_backed(found, lo, hi))
 			found->refs++;
 		else {
 			share_log("%p+%zu: backing no longer mapped: unshared", addr, len);
@@ -891,14 +899,13 @@ uint64_t srn_mr_share_offset(const struct srn_mr_share *s, uintptr_t vaddr)
 uint64_t srn_mr_share_span(const struct srn_mr_share *s, uintptr_t vaddr, uint64_t len,
 			   uint64_t *head)
 {
-	uintptr_t lo, hi;
+	uintptr_t lo = vaddr, hi;
 
 	*head = 0;
 	if (!s || len > UINTPTR_MAX - vaddr)
 		return 0;
-	lo = s->start > vaddr ? s->start : vaddr;
-	hi = s->start + s->len < vaddr + len ? s->start + s->len : vaddr + len;
-	if (lo >= hi)
+	hi = vaddr + len;
+	if (!backing_clip(s, &lo, &hi))
 		return 0;
 	*head = lo - vaddr;
 	return hi - lo;
