@@ -298,30 +298,37 @@ bool direct_mr_range(const struct direct_mr *m, uint64_t va, uint64_t len,
 	return true;
 }
 
-void direct_complete(struct srn_rc_state *rc, struct srn_send_wqe *w, enum srn_counter c)
+void direct_done(struct srn_rc_state *rc, uint64_t wr_id, enum ibv_wr_opcode op,
+		 uint32_t byte_len, bool signaled, enum srn_counter c)
 {
-	struct srn_qp *qp = rc->qp;
-
 	/* as the completer does for a successful WQE */
-	if (qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED)) {
+	if (signaled) {
 		struct ibv_wc wc;
 
 		memset(&wc, 0, sizeof(wc));
-		wc.wr_id = w->wr_id;
+		wc.wr_id = wr_id;
 		wc.status = IBV_WC_SUCCESS;
-		wc.opcode = rc_wc_opcode(w->opcode);
+		wc.opcode = rc_wc_opcode(op);
 		wc.qp_num = rc->qpn;
-		wc.byte_len = rc_is_atomic(w) ? 8 : (uint32_t)w->length;
-		srn_cq_push(qp->send_cq, &wc, false);
+		wc.byte_len = byte_len;
+		srn_cq_push(rc->qp->send_cq, &wc, false);
 	}
-	w->state = WQE_NEW;
-	qp->sq.head++;
-	qp->sq.next++;
 	/* the QP's own count: every writer of it holds qp->lock, so no
 	 * locked instruction (the engine's is shared by all its QPs) */
 	atomic_store_explicit(&rc->cnt[c], atomic_load_explicit(&rc->cnt[c], memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 	atomic_fetch_add_explicit(&rc->eng->cnt[c], 1, memory_order_relaxed);
+}
+
+void direct_complete(struct srn_rc_state *rc, struct srn_send_wqe *w, enum srn_counter c)
+{
+	struct srn_qp *qp = rc->qp;
+
+	direct_done(rc, w->wr_id, w->opcode, rc_is_atomic(w) ? 8 : (uint32_t)w->length,
+		    qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED), c);
+	w->state = WQE_NEW;
+	qp->sq.head++;
+	qp->sq.next++;
 }
 
 static void copy_out(char *dst, const struct iovec *iov, int n, bool may_overlap)
@@ -346,10 +353,28 @@ static void copy_in(const char *src, const struct iovec *iov, int n, bool may_ov
 	}
 }
 
-int direct_gather(struct srn_rc_state *rc, struct srn_send_wqe *w, struct iovec *iov)
+int direct_gather_sge(struct srn_rc_state *rc, const struct ibv_sge *sge, uint64_t len,
+		      struct iovec *iov)
 {
 	struct direct_qp *d = rc->direct;
+	struct direct_mr *m;
+	uint64_t vaddr;
+	char *ptr;
 
+	/* the lkey in our own directory: the checks srn_mr_resolve makes
+	 * (key, PD, bounds; a gather needs no access right) */
+	if (!d || !d->self)
+		return -1;
+	m = mr_cache_get(d->self, d->self_pd, d->lmr, DIRECT_LMRS, &d->lmr_next, sge->lkey);
+	if (!direct_mr_range(m, sge->addr, len, 0, &ptr, &vaddr) || !ptr)
+		return -1;
+	iov[0].iov_base = ptr;
+	iov[0].iov_len = len;
+	return 1;
+}
+
+int direct_gather(struct srn_rc_state *rc, struct srn_send_wqe *w, struct iovec *iov)
+{
 	if (!w->length)
 		return 0;
 	if (w->send_flags & IBV_SEND_INLINE) {
@@ -357,22 +382,12 @@ int direct_gather(struct srn_rc_state *rc, struct srn_send_wqe *w, struct iovec 
 		iov[0].iov_len = w->length;
 		return 1;
 	}
-	/* One SGE (the common case): its lkey in our own directory, the
-	 * checks srn_mr_resolve makes (key, PD, bounds; a gather needs no
-	 * access right) without the context lock.  Anything else, or a
-	 * verdict of no, goes the usual way, which gives the exact answer. */
-	if (w->num_sge == 1 && d && d->self && w->sge[0].length >= w->length) {
-		struct direct_mr *m = mr_cache_get(d->self, d->self_pd, d->lmr, DIRECT_LMRS,
-						   &d->lmr_next, w->sge[0].lkey);
-		uint64_t vaddr;
-		char *ptr;
-
-		if (direct_mr_range(m, w->sge[0].addr, w->length, 0, &ptr, &vaddr) && ptr) {
-			iov[0].iov_base = ptr;
-			iov[0].iov_len = w->length;
-			return 1;
-		}
-	}
+	/* One SGE (the common case) without the context lock; anything
+	 * else, or a verdict of no, goes the usual way, which gives the
+	 * exact answer. */
+	if (w->num_sge == 1 && w->sge[0].length >= w->length &&
+	    direct_gather_sge(rc, &w->sge[0], w->length, iov) == 1)
+		return 1;
 	return rc_sge_map(rc, rc->qp->pd, w->sge, w->num_sge, 0, w->length, 0, iov, SRN_MAX_SGE);
 }
 

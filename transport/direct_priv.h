@@ -86,8 +86,17 @@ bool direct_mr_range(const struct direct_mr *m, uint64_t va, uint64_t len,
 /* direct.c: w's payload (inline or its SGEs) as iovecs into iov
  * (SRN_MAX_SGE): their count, or < 0 if an SGE fails the local checks. */
 int direct_gather(struct srn_rc_state *rc, struct srn_send_wqe *w, struct iovec *iov);
+/* direct.c: one SGE of len bytes of our own, checked in our own MR
+ * directory (no context lock), as iov[0]: 1, or -1 if not found there
+ * or refused (rc_sge_map gives the exact answer). */
+int direct_gather_sge(struct srn_rc_state *rc, const struct ibv_sge *sge, uint64_t len,
+		      struct iovec *iov);
 /* direct.c: w is done: its WC if signaled, the SQ moves on, c counted. */
 void direct_complete(struct srn_rc_state *rc, struct srn_send_wqe *w, enum srn_counter c);
+/* direct.c: the same for a work request that never was a WQE
+ * (srn_transport_send_now): its WC if signaled, c counted. */
+void direct_done(struct srn_rc_state *rc, uint64_t wr_id, enum ibv_wr_opcode op,
+		 uint32_t byte_len, bool signaled, enum srn_counter c);
 
 /* direct_send.c: SEND / SEND with immediate / WRITE with immediate
  * straight into the target's posted receive buffer and receive CQ: 1

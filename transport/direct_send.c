@@ -187,16 +187,17 @@ static void scatter(const struct iovec *src, int ns, const struct iovec *dst, in
 
 /* RDMA WRITE with immediate: where the data goes (the responder's rkey
  * checks), mapped here, into dst[0]; false if the packet path must go. */
-static bool write_target(struct direct_qp *d, struct srn_send_wqe *w, struct iovec *dst)
+static bool write_target(struct direct_qp *d, uint64_t remote_addr, uint32_t rkey,
+			 uint64_t len, struct iovec *dst)
 {
 	uint64_t vaddr;
 	char *ptr = NULL;
 
 	dst[0].iov_base = NULL;
-	dst[0].iov_len = w->length;
-	if (!w->length)
+	dst[0].iov_len = len;
+	if (!len)
 		return true;
-	if (!direct_mr_range(direct_mr_get(d, w->rkey), w->remote_addr, w->length,
+	if (!direct_mr_range(direct_mr_get(d, rkey), remote_addr, len,
 			     IBV_ACCESS_REMOTE_WRITE, &ptr, &vaddr) || !ptr)
 		return false;
 	dst[0].iov_base = ptr;
@@ -208,7 +209,7 @@ static bool write_target(struct direct_qp *d, struct srn_send_wqe *w, struct iov
  * doorbell (a zero-length datagram; transport/engine.c passes it to
  * srn_cq_notify_peers).  The fence pairs with the one after arming: the
  * entry is stored before armed is read. */
-static void wake_if_armed(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
+static void wake_if_armed(struct srn_rc_state *rc, struct direct_qp *d, bool solicited)
 {
 	uint32_t armed;
 
@@ -216,7 +217,7 @@ static void wake_if_armed(struct srn_rc_state *rc, struct direct_qp *d, struct s
 		return; /* nothing to wake, and no fence to wait for */
 	atomic_thread_fence(memory_order_seq_cst);
 	armed = atomic_load_explicit(&d->cq->armed, memory_order_relaxed);
-	if (armed == 1 || (armed == 2 && (w->send_flags & IBV_SEND_SOLICITED))) {
+	if (armed == 1 || (armed == 2 && solicited)) {
 		rc_doorbell(rc);
 	}
 }
@@ -268,26 +269,36 @@ static int not_now(struct direct_qp *d)
 	return 0;
 }
 
-int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
+/* A message for the target's next receive WQE: src[0..ns) holding len
+ * bytes; a WRITE with immediate also names its target. */
+struct direct_msg {
+	const struct iovec *src;
+	int ns;
+	uint64_t len;
+	bool write, imm, solicited;
+	uint32_t imm_data;
+	uint64_t remote_addr;        /* write only */
+	uint32_t rkey;
+};
+
+/* Deliver m: 1 done (the target's completion is published), 0 nothing
+ * changed (packets), -EAGAIN no receive WQE or no room in its CQ yet. */
+static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct direct_msg *m)
 {
-	struct iovec src[SRN_MAX_SGE], dst[SRN_MAX_SGE];
-	bool write = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-	uint64_t len = w->length, idx, r_wr_id = 0;
+	struct iovec dst[SRN_MAX_SGE];
+	uint64_t len = m->len, idx, r_wr_id = 0;
 	struct srn_rq_ring *rq;
 	struct srn_cqe_slot *cqe;
-	int ns, nd = -1, ret;
 	uint32_t r_head = 0;
 	bool rnr = false;
+	int nd = -1, ret;
 
 	if (!rings_attach(d) || !atomic_load_explicit(&d->rq->open, memory_order_relaxed))
 		return 0;
 	rq = d->rq;
 	/* a WRITE's target is checked before anything is claimed */
-	if (write && !write_target(d, w, dst))
+	if (m->write && !write_target(d, m->remote_addr, m->rkey, len, dst))
 		return 0;
-	ns = direct_gather(rc, w, src);
-	if (ns < 0)
-		return 0; /* the packet path reports LOC_PROT_ERR */
 	ret = srn_cq_ring_reserve_cached(d->cq, d->cq_size, &d->cq_cons, &idx);
 	if (ret == -ENOSPC)
 		return not_now(d); /* the receiver has yet to poll */
@@ -305,7 +316,7 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 		 * SRN_MAX_SGE entries (a WRITE's immediate uses only its
 		 * wr_id) */
 		r_wr_id = slot->wr_id;
-		if (write)
+		if (m->write)
 			nd = len ? 1 : 0;
 		else
 			nd = recv_map(d, slot, slot->num_sge, len, dst);
@@ -326,22 +337,17 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 	return 0;
 
 take:
-	scatter(src, ns, dst, nd, peer_is_self(d->peer));
+	scatter(m->src, m->ns, dst, nd, peer_is_self(d->peer));
 	/* the completion is written in place, every field (the owner copies
 	 * the whole struct): no copy of a half-written one on the stack */
 	cqe = srn_cq_ring_slot(d->cq, d->cq_size, idx);
 	cqe->wc.wr_id = r_wr_id;
 	cqe->wc.status = IBV_WC_SUCCESS;
-	cqe->wc.opcode = write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	cqe->wc.opcode = m->write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
 	cqe->wc.vendor_err = 0;
 	cqe->wc.byte_len = (uint32_t)len;
-	if (w->opcode == IBV_WR_SEND_WITH_IMM || write) {
-		cqe->wc.imm_data = w->imm_data;
-		cqe->wc.wc_flags = IBV_WC_WITH_IMM;
-	} else {
-		cqe->wc.imm_data = 0;
-		cqe->wc.wc_flags = 0;
-	}
+	cqe->wc.imm_data = m->imm ? m->imm_data : 0;
+	cqe->wc.wc_flags = m->imm ? IBV_WC_WITH_IMM : 0;
 	cqe->wc.qp_num = rc->dqpn;
 	cqe->wc.src_qp = rc->qpn;
 	cqe->wc.pkey_index = 0;
@@ -352,13 +358,73 @@ take:
 	cqe->rq_tag = d->rq_tag;
 	/* the release store makes the data visible before the completion */
 	srn_cq_ring_commit(cqe, idx, SRN_CQE_PEER);
-	wake_if_armed(rc, d, w);
+	wake_if_armed(rc, d, m->solicited);
 	/* The next receive WQE was most likely posted long ago and is not
 	 * written again until taken: fetching it now takes its cache miss
 	 * off the next SEND's path. */
 	__builtin_prefetch(&rq->wqe[r_head & (d->rq_max_wr - 1)]);
 	__builtin_prefetch((const char *)&rq->wqe[r_head & (d->rq_max_wr - 1)] + 31);
 	d->rnr_since = 0;
-	direct_complete(rc, w, write ? SRN_CNT_direct_write : SRN_CNT_direct_send);
+	return 1;
+}
+
+int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
+{
+	struct iovec src[SRN_MAX_SGE];
+	struct direct_msg m = {
+		.src = src,
+		.len = w->length,
+		.write = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM,
+		.imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM,
+		.solicited = (w->send_flags & IBV_SEND_SOLICITED) != 0,
+		.imm_data = w->imm_data,
+		.remote_addr = w->remote_addr,
+		.rkey = w->rkey,
+	};
+	int ret;
+
+	/* (any check failing means packets, which give the exact error:
+	 * their order here does not matter) */
+	m.ns = direct_gather(rc, w, src);
+	if (m.ns < 0)
+		return 0; /* the packet path reports LOC_PROT_ERR */
+	ret = deliver(rc, d, &m);
+	if (ret == 1)
+		direct_complete(rc, w, m.write ? SRN_CNT_direct_write : SRN_CNT_direct_send);
+	return ret;
+}
+
+int srn_transport_send_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint32_t len)
+{
+	struct srn_rc_state *rc = qp->rc;
+	struct direct_qp *d = rc ? rc->direct : NULL;
+	struct iovec src[1];
+	struct direct_msg m = {
+		.src = src,
+		.len = len,
+		.imm = wr->opcode == IBV_WR_SEND_WITH_IMM,
+		.solicited = (wr->send_flags & IBV_SEND_SOLICITED) != 0,
+		.imm_data = wr->opcode == IBV_WR_SEND_WITH_IMM ? wr->imm_data : 0,
+	};
+
+	/* only a peer the general path has reached before (its rings are
+	 * mapped), and nothing that would hold a new WQE back */
+	if (!d || d->off || !d->rq || rc->type != IBV_QPT_RC || !rc->path_ok || rc->rnr_wait ||
+	    rc->resume_at || rc_state(rc) != IBV_QPS_RTS || !direct_qp_check(rc, d))
+		return 0;
+	if (len) {
+		if (wr->send_flags & IBV_SEND_INLINE) {
+			/* the caller's buffer, read now: as INLINE allows */
+			src[0].iov_base = (void *)(uintptr_t)wr->sg_list[0].addr;
+			src[0].iov_len = len;
+		} else if (direct_gather_sge(rc, &wr->sg_list[0], len, src) != 1) {
+			return 0;
+		}
+		m.ns = 1;
+	}
+	if (deliver(rc, d, &m) != 1)
+		return 0; /* (the general path tries again, and waits or sends) */
+	direct_done(rc, wr->wr_id, wr->opcode, len,
+		    qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED), SRN_CNT_direct_send);
 	return 1;
 }

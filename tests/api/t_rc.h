@@ -78,7 +78,7 @@ static __attribute__((unused)) int t_end_init(struct t_end *e)
 	struct ibv_qp_init_attr qa = {
 		.send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 256, .max_recv_wr = 256,
-			 .max_send_sge = 4, .max_recv_sge = 4 },
+			 .max_send_sge = 4, .max_recv_sge = 4, .max_inline_data = 64 },
 	};
 	e->qp = ibv_create_qp(e->pd, &qa);
 	if (!e->mr || !e->qp || ibv_query_gid(e->ctx, 1, 0, &e->gid))

@@ -16,6 +16,11 @@
  *    armed CQ's event fires (the sender rings the receiver's doorbell);
  *    armed for solicited only, an unsolicited SEND fires nothing and a
  *    solicited one does
+ *  - SENDs one at a time on an idle send queue (taken straight from the
+ *    WR, verbs/qp_post.c send_now): an unsignaled one gives no send
+ *    completion, an INLINE one carries the bytes as they were at post
+ *    time; a bad lkey is refused there and the packet path reports
+ *    LOC_PROT_ERR (on a pair of its own: the QP goes to error)
  * Under SOFTRNIC_TRANSPORT=udp the same must pass with no direct SEND.
  * Counters: the engines print them at ibv_close_device with
  * SOFTRNIC_LOG=debug; stderr goes to a file read at the end. */
@@ -107,6 +112,84 @@ static void pipeline(struct t_end *a, struct t_end *b)
 		      b->buf[RECV_OFF + got * 64] == (uint8_t)got, "recv %d in order", got);
 	CHECK(got == N && sent == N, "all %d arrived (%d, %d)", N, got, sent);
 	printf("%d SENDs posted before the receiver polls: all arrive, in order\n", N);
+}
+
+/* One SEND-type WR with the given flags from addr/lkey. */
+static int send_flags(struct t_end *e, void *addr, uint32_t len, uint32_t lkey,
+		      unsigned int flags, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = flags }, *bad;
+
+	return ibv_post_send(e->qp, &wr, &bad);
+}
+
+/* Returns the direct SENDs it expects (when not udp). */
+static int one_by_one(struct t_end *a, struct t_end *b)
+{
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_wc wc;
+	uint8_t msg[2] = { 0xa5, 0x5a };
+	int expect = 2;
+
+	CHECK(!post_recv(b, RECV_OFF, 64, 7101) && !post_recv(b, RECV_OFF + 64, 64, 7102),
+	      "post_recv");
+	memcpy(a->buf, "wxyz", 4);
+	CHECK(!send_flags(a, a->buf, 4, a->mr->lkey, 0, 7001), "unsignaled send");
+	CHECK(!send_flags(a, a->buf, 4, a->mr->lkey, IBV_SEND_SIGNALED, 7002), "signaled send");
+	CHECK(!t_wait(a->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 7002,
+	      "only the signaled SEND completes (wr_id %llu)", (unsigned long long)wc.wr_id);
+	for (int i = 0; i < 2; i++)
+		CHECK(!t_wait(b->cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+		      wc.wr_id == 7101u + i && wc.byte_len == 4 &&
+		      !memcmp(b->buf + RECV_OFF + i * 64, "wxyz", 4), "recv %d", i);
+	CHECK(ibv_poll_cq(a->cq, 1, &wc) == 0, "no completion for the unsignaled SEND");
+	if (!ibv_query_qp(a->qp, &qa, IBV_QP_CAP, &qi) && qa.cap.max_inline_data >= sizeof(msg)) {
+		CHECK(!post_recv(b, RECV_OFF, 64, 7103), "post_recv");
+		CHECK(!send_flags(a, msg, sizeof(msg), 0, IBV_SEND_INLINE | IBV_SEND_SIGNALED,
+				  7003), "inline send");
+		msg[0] = msg[1] = 0; /* the application may reuse it at once */
+		CHECK(!t_wait(a->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 7003,
+		      "inline send completes");
+		CHECK(!t_wait(b->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 2 &&
+		      b->buf[RECV_OFF] == 0xa5 && b->buf[RECV_OFF + 1] == 0x5a,
+		      "inline data as posted");
+		expect++;
+	}
+	printf("SENDs one at a time: unsignaled, signaled%s ok\n",
+	       expect == 3 ? ", INLINE" : " (no inline data granted)");
+	return expect;
+}
+
+/* A fresh pair: one SEND (the peer's rings get mapped), then one with an
+ * lkey that is no MR's.  Returns the direct SENDs it expects. */
+static int bad_lkey(void)
+{
+	struct t_end c, d;
+	struct t_conn ic, id;
+	struct ibv_wc wc;
+
+	CHECK(!t_end_init(&c) && !t_end_init(&d), "second pair");
+	ic = t_info(&c, 0x30);
+	id = t_info(&d, 0x40);
+	CHECK(!t_connect(&c, 0x30, &id, 14, 7, 7) && !t_connect(&d, 0x40, &ic, 14, 7, 7),
+	      "connect");
+	CHECK(!post_recv(&d, RECV_OFF, 64, 1) && !post_recv(&d, RECV_OFF + 64, 64, 2),
+	      "post_recv");
+	CHECK(!send_flags(&c, c.buf, 8, c.mr->lkey, IBV_SEND_SIGNALED, 11) &&
+	      !t_wait(c.cq, &wc) && wc.status == IBV_WC_SUCCESS, "first SEND");
+	CHECK(!t_wait(d.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1, "received");
+	CHECK(!send_flags(&c, c.buf, 8, c.mr->lkey ^ 0x5a5a00, IBV_SEND_SIGNALED, 12),
+	      "post with a bad lkey (checked when executed)");
+	CHECK(!t_wait(c.cq, &wc) && wc.wr_id == 12 && wc.status == IBV_WC_LOC_PROT_ERR,
+	      "bad lkey: %s", ibv_wc_status_str(wc.status));
+	CHECK(ibv_poll_cq(d.cq, 1, &wc) == 0, "nothing received");
+	printf("SEND with a bad lkey after direct ones: LOC_PROT_ERR, nothing delivered\n");
+	t_end_fini(&c);
+	t_end_fini(&d);
+	return 1;
 }
 
 /* SEND, WRITE_WITH_IMM (16 B at RX_OFF), SEND; with post_first, the
@@ -265,6 +348,7 @@ int main(void)
 	struct t_end a, b;
 	struct t_conn ia, ib;
 	unsigned long long direct, direct_w, fallback;
+	int expect = 219;
 	FILE *f;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -289,10 +373,12 @@ int main(void)
 	pipeline(&a, &b);
 	chain(&a, &b, true, "receives posted");
 	chain(&a, &b, false, "no receive posted (RNR)");
+	expect += one_by_one(&a, &b);
 	channel(&a, &b);
 	resize(&a, &b);
 	t_end_fini(&a);
 	t_end_fini(&b);
+	expect += bad_lkey();
 	fflush(stderr);
 	dup2(err2, 2);
 	f = fdopen(logfd, "r");
@@ -311,16 +397,17 @@ int main(void)
 				fputs(line, stdout);
 	}
 	/* basic 8 + pipeline 200 + the first chain's 2 (and its WRITE) + 1
-	 * after the RNR chain (which went as packets) + the channel QP's 3 +
-	 * resize 5 (after it, packets) */
+	 * after the RNR chain (which went as packets) + one at a time 2-3 +
+	 * the channel QP's 3 + resize 5 (after it, packets) + the bad lkey
+	 * pair's first */
 	if (udp)
 		CHECK(direct == 0 && direct_w == 0,
 		      "no direct SEND or WRITE under SOFTRNIC_TRANSPORT=udp (%llu, %llu)", direct,
 		      direct_w);
 	else
-		CHECK(direct == 219 && direct_w == 1,
-		      "direct SENDs %llu (expected 219), WRITE_WITH_IMMs %llu (expected 1)", direct,
-		      direct_w);
+		CHECK(direct == (unsigned long long)expect && direct_w == 1,
+		      "direct SENDs %llu (expected %d), WRITE_WITH_IMMs %llu (expected 1)", direct,
+		      expect, direct_w);
 	if (f)
 		fclose(f);
 	printf("%s\n", failures ? "FAILED" : "PASS");
