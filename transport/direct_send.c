@@ -281,6 +281,20 @@ struct direct_msg {
 	uint32_t rkey;
 };
 
+/* The target polls the completion slot we will write next: ask for it
+ * now, so the transfer of its line overlaps our checks instead of
+ * stalling the completion's stores at the end (measured: same-host
+ * ib_send_lat 0.31-0.35 -> 0.23-0.29 us).  prod's line is ours (only
+ * producers touch it); a wrong guess (another producer came first) costs
+ * nothing but the prefetch. */
+static void cqe_prefetch(const struct direct_qp *d)
+{
+	if (d->cq)
+		srn_prefetch_w(srn_cq_ring_slot(d->cq, d->cq_size,
+						atomic_load_explicit(&d->cq->prod,
+								     memory_order_relaxed)));
+}
+
 /* Deliver m: 1 done (the target's completion is published), 0 nothing
  * changed (packets), -EAGAIN no receive WQE or no room in its CQ yet. */
 static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct direct_msg *m)
@@ -383,6 +397,7 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 	};
 	int ret;
 
+	cqe_prefetch(d);
 	/* (any check failing means packets, which give the exact error:
 	 * their order here does not matter) */
 	m.ns = direct_gather(rc, w, src);
@@ -407,6 +422,8 @@ int srn_transport_send_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint
 		.imm_data = wr->opcode == IBV_WR_SEND_WITH_IMM ? wr->imm_data : 0,
 	};
 
+	if (d)
+		cqe_prefetch(d);
 	/* only a peer the general path has reached before (its rings are
 	 * mapped), and nothing that would hold a new WQE back */
 	if (!d || d->off || !d->rq || rc->type != IBV_QPT_RC || !rc->path_ok || rc->rnr_wait ||
