@@ -26,6 +26,7 @@
 #include "net/registry.h"
 #include "transport/peer_map.h"
 #include "transport/rc.h"
+#include "verbs/shared_rings.h"
 #include "verbs/mr_dir.h"
 
 /* ---- publishing (target side) -------------------------------------- */
@@ -529,4 +530,82 @@ int direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	if (!done)
 		rc_count(rc, SRN_CNT_direct_fallback);
 	return done;
+}
+
+/* Where a WRITE of len bytes at va with rkey lands, as the cache says
+ * now, without refreshing it: only a guess to prefetch (a stale or wrong
+ * one costs nothing; the real checks come after). */
+static const char *write_guess(const struct direct_qp *d, uint32_t rkey, uint64_t va,
+			       uint64_t len)
+{
+	for (int i = 0; i < DIRECT_MRS; i++) {
+		const struct direct_mr *m = &d->mr[i];
+		uint64_t off;
+
+		if (m->rkey != rkey || !m->ok || !m->map || va < m->iova)
+			continue;
+		off = va - m->iova;
+		if (off < m->map_lo || off - m->map_lo >= m->map_len || len > m->map_len)
+			return NULL;
+		return m->map + (off - m->map_lo);
+	}
+	return NULL;
+}
+
+int srn_transport_post_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint32_t len)
+{
+	struct srn_rc_state *rc = qp->rc;
+	struct direct_qp *d = rc ? rc->direct : NULL;
+	bool write = wr->opcode == IBV_WR_RDMA_WRITE;
+	struct iovec src[1];
+	uint64_t vaddr;
+	char *dst = NULL;
+
+	if (!d || d->off)
+		return 0;
+	/* The target may be spinning on the lines we are about to write:
+	 * ask for them first, so they move while we check. */
+	if (write) {
+		const char *g = len ? write_guess(d, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len)
+				    : NULL;
+
+		if (g) {
+			srn_prefetch_w(g);
+			srn_prefetch_w(g + len - 1);
+		}
+	} else {
+		direct_send_prefetch(d);
+	}
+	/* nothing that would hold a new WQE back */
+	if (rc->type != IBV_QPT_RC || !rc->path_ok || rc->rnr_wait || rc->resume_at ||
+	    rc_state(rc) != IBV_QPS_RTS || !direct_qp_check(rc, d))
+		return 0;
+	if (write && !(d->access & IBV_ACCESS_REMOTE_WRITE))
+		return 0;
+	if (write && len) {
+		/* (process_vm_* and every refusal: the general path) */
+		if (!direct_mr_range(direct_mr_get(d, wr->wr.rdma.rkey), wr->wr.rdma.remote_addr, len,
+				     IBV_ACCESS_REMOTE_WRITE, &dst, &vaddr) || !dst)
+			return 0;
+	}
+	if (len) {
+		if (wr->send_flags & IBV_SEND_INLINE) {
+			/* the caller's buffer, read now: as INLINE allows */
+			src[0].iov_base = (void *)(uintptr_t)wr->sg_list[0].addr;
+			src[0].iov_len = len;
+		} else if (direct_gather_sge(rc, &wr->sg_list[0], len, src) != 1) {
+			return 0;
+		}
+	}
+	if (write) {
+		if (len)
+			copy_out(dst, src, 1, peer_is_self(d->peer));
+	} else if (!direct_send_wr(rc, d, wr, len, src)) {
+		return 0;
+	}
+	direct_done(rc, wr->wr_id, wr->opcode, len,
+		    qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED),
+		    wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM
+			    ? SRN_CNT_direct_send : SRN_CNT_direct_write);
+	return 1;
 }

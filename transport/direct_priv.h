@@ -102,6 +102,15 @@ void direct_done(struct srn_rc_state *rc, uint64_t wr_id, enum ibv_wr_opcode op,
  * straight into the target's posted receive buffer and receive CQ: 1
  * done, 0 nothing changed, -EAGAIN no receive posted (direct_try). */
 int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w);
+/* direct_send.c: the same for wr itself (srn_transport_post_now: a
+ * SEND, with immediate, or a WRITE with immediate of len bytes gathered
+ * in src[0]): 1 done (the sender's WC is the caller's), 0 not done. */
+struct ibv_send_wr;
+int direct_send_wr(struct srn_rc_state *rc, struct direct_qp *d, const struct ibv_send_wr *wr,
+		   uint32_t len, const struct iovec *src);
+/* direct_send.c: ask now for the line of the peer's next completion slot
+ * (the peer spins on it; it moves while we check). */
+void direct_send_prefetch(const struct direct_qp *d);
 /* direct_send.c, target side: where our RQ ring is, into *in (rq_off 0
  * when SENDs must come as packets). */
 struct srn_qp;

@@ -409,39 +409,30 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 	return ret;
 }
 
-int srn_transport_send_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint32_t len)
+int direct_send_wr(struct srn_rc_state *rc, struct direct_qp *d, const struct ibv_send_wr *wr,
+		   uint32_t len, const struct iovec *src)
 {
-	struct srn_rc_state *rc = qp->rc;
-	struct direct_qp *d = rc ? rc->direct : NULL;
-	struct iovec src[1];
 	struct direct_msg m = {
 		.src = src,
+		.ns = len ? 1 : 0,
 		.len = len,
-		.imm = wr->opcode == IBV_WR_SEND_WITH_IMM,
+		.write = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM,
+		.imm = true,
 		.solicited = (wr->send_flags & IBV_SEND_SOLICITED) != 0,
-		.imm_data = wr->opcode == IBV_WR_SEND_WITH_IMM ? wr->imm_data : 0,
+		.imm_data = wr->imm_data,
+		.remote_addr = wr->wr.rdma.remote_addr,
+		.rkey = wr->wr.rdma.rkey,
 	};
 
-	if (d)
-		cqe_prefetch(d);
-	/* only a peer the general path has reached before (its rings are
-	 * mapped), and nothing that would hold a new WQE back */
-	if (!d || d->off || !d->rq || rc->type != IBV_QPT_RC || !rc->path_ok || rc->rnr_wait ||
-	    rc->resume_at || rc_state(rc) != IBV_QPS_RTS || !direct_qp_check(rc, d))
+	if (wr->opcode == IBV_WR_SEND)
+		m.imm = false, m.imm_data = 0;
+	if (!d->rq || (m.write && !(d->access & IBV_ACCESS_REMOTE_WRITE)))
 		return 0;
-	if (len) {
-		if (wr->send_flags & IBV_SEND_INLINE) {
-			/* the caller's buffer, read now: as INLINE allows */
-			src[0].iov_base = (void *)(uintptr_t)wr->sg_list[0].addr;
-			src[0].iov_len = len;
-		} else if (direct_gather_sge(rc, &wr->sg_list[0], len, src) != 1) {
-			return 0;
-		}
-		m.ns = 1;
-	}
-	if (deliver(rc, d, &m) != 1)
-		return 0; /* (the general path tries again, and waits or sends) */
-	direct_done(rc, wr->wr_id, wr->opcode, len,
-		    qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED), SRN_CNT_direct_send);
-	return 1;
+	return deliver(rc, d, &m) == 1; /* (else the general path tries
+					  * again, and waits or sends) */
+}
+
+void direct_send_prefetch(const struct direct_qp *d)
+{
+	cqe_prefetch(d);
 }

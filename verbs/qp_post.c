@@ -252,10 +252,11 @@ static int rq_post_recv(struct srn_qp *qp, const struct ibv_recv_wr *wr)
 	return 0;
 }
 
-/* The ping-pong case: one SEND, one SGE, on an idle send queue of a
- * connected RC QP.  A same-host peer takes it straight from the WR,
- * without a WQE built, checked and run through the requester (measured:
- * that is most of the sender's part of a same-host SEND's latency).
+/* The ping-pong case: one SEND or RDMA WRITE, one SGE, on an idle send
+ * queue of a connected RC QP.  On a same-host peer it is carried out
+ * straight from the WR, without a WQE built, checked and run through the
+ * requester (measured: that is most of the sender's part of a same-host
+ * SEND's latency).
  * Everything else, and anything the transport declines, takes the
  * general path below, which makes every check and gives every error. */
 static bool send_now(struct srn_qp *qp, const struct ibv_send_wr *wr)
@@ -265,7 +266,8 @@ static bool send_now(struct srn_qp *qp, const struct ibv_send_wr *wr)
 	uint32_t len;
 
 	if (wr->next || wr->num_sge != 1 || !wr->sg_list || !qp->rc ||
-	    (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM) ||
+	    (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
+	     wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) ||
 	    (wr->send_flags & ~flags_ok) || qp->ex.qp_base.qp_type != IBV_QPT_RC ||
 	    qp->ex.qp_base.state != IBV_QPS_RTS || qp->cap.max_send_sge < 1 ||
 	    qp->sq.head != qp->sq.tail || qp->sq.next != qp->sq.tail || qp->wr_pending)
@@ -274,7 +276,7 @@ static bool send_now(struct srn_qp *qp, const struct ibv_send_wr *wr)
 	if (len > SRN_MAX_MSG_SIZE ||
 	    ((wr->send_flags & IBV_SEND_INLINE) && len > qp->cap.max_inline_data))
 		return false;
-	return srn_transport_send_now(qp, wr, len) == 1;
+	return srn_transport_post_now(qp, wr, len) == 1;
 }
 
 int srn_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,

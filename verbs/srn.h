@@ -381,11 +381,12 @@ void srn_transport_qp_destroy(struct srn_qp *qp); /* before it is freed */
 void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mask);
 /* New send WQEs are between sq.next and sq.tail: start them. */
 void srn_transport_kick_sq(struct srn_qp *qp);
-/* qp->lock held, the QP in RTS with an empty send queue: deliver wr, a
- * valid SEND (or with immediate) of one SGE holding len bytes, to a
- * same-host peer at once, without a WQE (transport/direct_send.c).  1:
- * done (its WC pushed if signaled); 0: nothing happened, post it. */
-int srn_transport_send_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint32_t len);
+/* qp->lock held, the QP in RTS with an empty send queue: carry out wr, a
+ * valid SEND or RDMA WRITE (with immediate or not) of one SGE holding
+ * len bytes, on a same-host peer at once, without a WQE
+ * (transport/direct.c).  1: done (its WC pushed if signaled); 0: nothing
+ * happened, post it. */
+int srn_transport_post_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint32_t len);
 /* New receive WQEs were posted (a responder in RNR may resume). */
 void srn_transport_kick_rq(struct srn_qp *qp);
 /* Called without the QP lock by poll_cq on an empty CQ: give the engine a
