@@ -65,6 +65,8 @@ static void bad_rkey(void)
 	      "post after ERR: %s", ibv_wc_status_str(wc.status));
 	check_fatal_event(a.ctx, a.qp, "bad rkey");
 	printf("bad rkey: REM_ACCESS_ERR, then WR_FLUSH_ERR for the rest, QP in ERR, QP_FATAL\n");
+	t_end_fini(&a);
+	t_end_fini(&b);
 }
 
 static void rnr(void)
@@ -77,6 +79,8 @@ static void rnr(void)
 	CHECK(!t_wait(a.cq, &wc) && wc.wr_id == 1 && wc.status == IBV_WC_RNR_RETRY_EXC_ERR,
 	      "rnr: status %s", ibv_wc_status_str(wc.status));
 	printf("no receive posted, rnr_retry 0: RNR_RETRY_EXC_ERR\n");
+	t_end_fini(&a);
+	t_end_fini(&b);
 
 	/* with rnr_retry 7 the send waits until a receive appears */
 	struct t_end c, d;
@@ -90,6 +94,8 @@ static void rnr(void)
 	      ibv_wc_status_str(wc.status));
 	CHECK(!t_wait(d.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 9, "recv");
 	printf("rnr_retry 7: the SEND completes once a receive is posted\n");
+	t_end_fini(&c);
+	t_end_fini(&d);
 }
 
 static void peer_gone(void)
@@ -101,12 +107,15 @@ static void peer_gone(void)
 	/* timeout 10 = 4.2 ms, 2 retries */
 	pair(&a, &b, 10, 2, 7);
 	CHECK(!ibv_destroy_qp(b.qp), "destroy peer");
+	b.qp = NULL;
 	t0 = now_ms();
 	CHECK(!post_send(&a, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)b.buf, b.mr->rkey, 0, 1), "post");
 	CHECK(!t_wait(a.cq, &wc) && wc.wr_id == 1 && wc.status == IBV_WC_RETRY_EXC_ERR,
 	      "peer gone: status %s", ibv_wc_status_str(wc.status));
 	printf("peer QP destroyed: RETRY_EXC_ERR after %llu ms\n",
 	       (unsigned long long)(now_ms() - t0));
+	t_end_fini(&a);
+	t_end_fini(&b);
 }
 
 static void bad_lkey(void)
@@ -126,6 +135,8 @@ static void bad_lkey(void)
 	CHECK(!t_wait(a.cq, &wc) && wc.wr_id == 5 && wc.status == IBV_WC_LOC_PROT_ERR,
 	      "bad lkey: %s", ibv_wc_status_str(wc.status));
 	printf("bad lkey: LOC_PROT_ERR\n");
+	t_end_fini(&a);
+	t_end_fini(&b);
 }
 
 static unsigned long long cpu_ticks(pid_t pid)
@@ -186,6 +197,7 @@ static void sleeping_target(void)
 		CHECK(0, "sleeping target setup");
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
+		t_end_fini(&a);
 		return;
 	}
 	/* READ what the target prepared, WRITE, read it back, both atomics */
@@ -230,6 +242,7 @@ static void sleeping_target(void)
 	printf("idle target process: %llu clock ticks of CPU in 0.5 s\n", t1 - t0);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+	t_end_fini(&a);
 }
 
 int main(void)

@@ -125,6 +125,15 @@ static void end_open(struct end *e)
 		t_bail("reg_mr/query_gid: %s", strerror(errno));
 }
 
+/* What end_open made (each test destroyed its QPs), in reverse order. */
+static void end_close(struct end *e)
+{
+	T_CHECK(!ibv_dereg_mr(e->mr) && !ibv_destroy_cq(e->rcq) && !ibv_destroy_cq(e->scq) &&
+		!ibv_destroy_comp_channel(e->ch) && !ibv_dealloc_pd(e->pd) &&
+		!ibv_close_device(e->ctx), "close the device objects");
+	free(e->buf);
+}
+
 static struct ibv_qp *qp_new(struct end *e, int sig_all, uint32_t wr)
 {
 	struct ibv_qp_init_attr ia = {
@@ -556,6 +565,8 @@ int main(void)
 	fence_solicited(&a, &b);
 	signalling(&a, &b);
 	bad_wr_and_full(&a, &b);
+	end_close(&a);
+	end_close(&b);
 	printf("total %.1f s\n", t_now() - t0);
 	return t_summary();
 }
