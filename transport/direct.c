@@ -25,6 +25,7 @@
 #include "net/mode.h"
 #include "net/registry.h"
 #include "transport/peer_map.h"
+#include "transport/place.h"
 #include "transport/rc.h"
 #include "verbs/shared_rings.h"
 #include "verbs/mr_dir.h"
@@ -337,8 +338,8 @@ static void copy_out(char *dst, const struct iovec *iov, int n, bool may_overlap
 	for (int i = 0; i < n; i++) {
 		if (may_overlap)
 			memmove(dst, iov[i].iov_base, iov[i].iov_len);
-		else
-			memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		else /* (the target may poll its last byte) */
+			srn_place(dst, iov[i].iov_base, iov[i].iov_len);
 		dst += iov[i].iov_len;
 	}
 }

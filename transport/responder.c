@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "net/udp.h"
+#include "transport/place.h"
 #include "transport/rc.h"
 #include "verbs/shared_rings.h"
 
@@ -518,8 +519,8 @@ static enum resp_state execute(struct srn_rc_state *rc, struct resp_pkt *p)
 			rc->wr_len = k->dma_len;
 			rc->msg_off = 0;
 		}
-		if (k->payload_len)
-			memcpy(p->target, k->payload, k->payload_len);
+		if (k->payload_len) /* (the target may poll its last byte) */
+			srn_place(p->target, k->payload, k->payload_len);
 		rc->msg_off += k->payload_len;
 		rc->in_msg = RC_MSG_WRITE;
 		if (c & WIRE_IS_LAST) {

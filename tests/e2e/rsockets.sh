@@ -6,7 +6,8 @@
 # rstream: its default run (latency then bandwidth, 64 B .. 1 MiB, two
 # connections one after the other) and custom runs in each I/O mode
 # (non-blocking spin, blocking, rpoll-driven), with -T v so rstream
-# checks every byte.  riostream (riomap/riowrite): bandwidth-style runs.
+# checks every byte.  riostream (riomap/riowrite): transfer runs and a
+# ping-pong on the last byte.
 # rcopy: files copied and compared with cmp.
 . "$(dirname "$0")/../lib/e2e.sh"
 t_need rstream rcopy cmp
@@ -39,10 +40,11 @@ rstream_one "-S 65536 -C 100 -T a -T v (rpoll)" 1 -S 65536 -C 100 -T a -T v
 rstream_one "-S 100 -C 10 -I 100 -T b (latency)" 1 -S 100 -C 10 -I 100 -T b
 
 # riostream: riomap + riowrite (RDMA WRITE into the peer's mapped buffer).
-# Only runs with one marker wait per side (-C N, one iteration): its
-# latency loops spin on memory without calling in, and then each transfer
-# waits for the NIC's engine thread to take over (ms each, and on the
-# UDP path it has been seen to stall: an engine-side issue).
+# Transfer runs (-C N, one marker wait per side), and a ping-pong (-C 1
+# -I 1000) where each side spins on the last byte of its buffer and then
+# writes its own marker there: it stalled in about half the runs while
+# WRITEs were placed with memcpy, which stores a 64-byte copy twice
+# (transport/place.h).
 riostream_one() { # label args...
 	local label=$1; shift
 	local port; port=$(t_port)
@@ -63,6 +65,7 @@ riostream_one() { # label args...
 if command -v riostream >/dev/null 2>&1; then
 	riostream_one "-S 64 -C 1000 -T v" -S 64 -C 1000 -T v
 	riostream_one "-S 100000 -C 100 -T v" -S 100000 -C 100 -T v
+	riostream_one "-S 64 -C 1 -I 1000 (ping-pong on the last byte)" -S 64 -C 1 -I 1000
 fi
 
 # rcopy: the server serves copies until killed; each client copies one file.
