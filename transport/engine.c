@@ -61,7 +61,9 @@ void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
 }
 
 /* Program the timerfd for at_ns unless it fires earlier already
- * (timer_lock held). */
+ * (timer_lock held).  Costly on a VM: a deadline before the next
+ * scheduler tick reprograms the clock event device (measured here: ~6 us
+ * per timerfd_settime, ~0.3 us for one past the tick). */
 static void timer_program_locked(struct srn_engine *eng, uint64_t at_ns)
 {
 	if (eng->timer_armed_ns == 0 || at_ns < eng->timer_armed_ns) {
@@ -85,6 +87,22 @@ static bool app_polling(struct srn_engine *eng, uint64_t now)
 	uint64_t last = atomic_load_explicit(&eng->app_poll_ns, memory_order_relaxed);
 
 	return last + ENGINE_APP_ACTIVE_NS > now;
+}
+
+/* The application has not polled for ENGINE_APP_GONE_NS: it stopped (it
+ * sleeps, computes, or spins on memory), as opposed to a poller that the
+ * scheduler took off its CPU for a while, which on a 2-CPU host with two
+ * spinning applications happens every few milliseconds for 50-500 us.
+ * Mistaking the second for the first costs: the engine then takes the
+ * socket back, every packet wakes it, and each wake-up takes a CPU from
+ * a poller. */
+enum { ENGINE_APP_GONE_NS = 1000 * 1000 };
+
+static bool app_gone(struct srn_engine *eng, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&eng->app_poll_ns, memory_order_relaxed);
+
+	return last + ENGINE_APP_GONE_NS <= now;
 }
 
 /* An application thread posted sends that left within
@@ -113,10 +131,12 @@ static uint64_t app_active_ns(struct srn_engine *eng)
 }
 
 /* A QP deadline: the QPs are scanned once it has passed (run_qp_timers).
- * While the engine defers to an application thread that polls, that
- * thread runs them (srn_transport_progress) and the timer is left alone:
- * a wake-up of the engine thread would take a CPU from the poller; the
- * deferral's own timer covers the case where the application stops.
+ * While the engine defers to an application thread that polls (or did
+ * within ENGINE_APP_GONE_NS), that thread runs them
+ * (srn_transport_progress) and the timer is left alone: a wake-up of the
+ * engine thread would take a CPU from the poller, and setting a timer
+ * costs ~6 us here; the deferral's step ends cover the case where the
+ * application stops.
  * An earlier deadline already pending covers a later one without the
  * lock: its scan looks at every QP (under the QP's lock, which the caller
  * holds while it stores its deadline) and arms what is left; and the
@@ -131,15 +151,8 @@ void srn_engine_arm(struct srn_engine *eng, uint64_t at_ns)
 	if (!eng->qp_due_ns || at_ns < eng->qp_due_ns)
 		atomic_store_explicit(&eng->qp_due_ns, at_ns, memory_order_relaxed);
 	if (!atomic_load_explicit(&eng->deferring, memory_order_relaxed) ||
-	    !app_polling(eng, srn_now_ns()))
+	    app_gone(eng, srn_now_ns()))
 		timer_program_locked(eng, at_ns);
-	pthread_mutex_unlock(&eng->timer_lock);
-}
-
-static void timer_program(struct srn_engine *eng, uint64_t at_ns)
-{
-	pthread_mutex_lock(&eng->timer_lock);
-	timer_program_locked(eng, at_ns);
 	pthread_mutex_unlock(&eng->timer_lock);
 }
 
@@ -412,9 +425,9 @@ void srn_engine_rx_done(struct srn_engine *eng)
 	}
 }
 
-int srn_engine_rx_sock(struct srn_engine *eng)
+static int rx_sock(struct srn_engine *eng, int vlen)
 {
-	int n = net_udp_recv_batch(&eng->udp, eng->msgs, ENGINE_SOCK_BATCH);
+	int n = net_udp_recv_batch(&eng->udp, eng->msgs, vlen);
 	struct rx_hold h = { NULL, 0, 0 };
 
 	for (int i = 0; i < n; i++) {
@@ -445,6 +458,33 @@ int srn_engine_rx_sock(struct srn_engine *eng)
 		responder_rx_batch_end(eng);
 	}
 	return n > 0 ? n : 0;
+}
+
+int srn_engine_rx_sock(struct srn_engine *eng)
+{
+	return rx_sock(eng, ENGINE_SOCK_BATCH);
+}
+
+/* recvmmsg asks for up to vlen datagrams without waiting: when fewer are
+ * queued it returns only after one more receive that finds none (~0.3 us
+ * here), which a polling application would wait for before it sees its
+ * completion.  So an application thread's poll asks for one datagram
+ * while they come one at a time (a ping-pong: a message and its ACK
+ * arrive as one GRO datagram, with empty polls in between), and for a
+ * whole batch once two polls in a row found one (a stream) until a batch
+ * brings just one again. */
+int srn_engine_rx_poll(struct srn_engine *eng)
+{
+	int vlen = eng->rx_poll_one ? 1 : ENGINE_SOCK_BATCH;
+	int n = rx_sock(eng, vlen);
+
+	if (n <= 0)
+		eng->rx_poll_streak = 0;
+	else if (vlen > 1)
+		eng->rx_poll_one = n == 1;
+	else if (++eng->rx_poll_streak >= 2)
+		eng->rx_poll_one = false;
+	return n;
 }
 
 /* ---- timers -------------------------------------------------------------- */
@@ -520,7 +560,7 @@ static void timer_rearm(struct srn_engine *eng)
 {
 	pthread_mutex_lock(&eng->timer_lock);
 	if (eng->qp_due_ns && (!atomic_load_explicit(&eng->deferring, memory_order_relaxed) ||
-			       !app_polling(eng, srn_now_ns())))
+			       app_gone(eng, srn_now_ns())))
 		timer_program_locked(eng, eng->qp_due_ns);
 	pthread_mutex_unlock(&eng->timer_lock);
 }
@@ -576,22 +616,31 @@ static int engine_rx_try(struct srn_engine *eng, uint64_t wait_ns)
  * the QP locks.  The socket is in the epoll set one-shot.  When a packet
  * wakes the engine and an application thread polled within
  * ENGINE_APP_IDLE_NS, the engine reads what is there (awake anyway) and
- * leaves the socket disarmed; it looks in again when a deferral ends: if
- * the application polled during it, the next step is twice as long (up
- * to ENGINE_DEFER_MAX_NS), or the shortest again when packets were
- * waiting (the application does not drain the socket: it spins on memory
- * between its polls, like ib_write_lat's target; see also
- * requester_ack_rides); if it did not poll, the engine takes over (reads
- * and re-arms the socket: the application sleeps in the completion
- * channel, or went away). */
+ * leaves the socket disarmed; it looks in again when a deferral step ends
+ * (the timeout of its epoll wait): the next step is twice as long (up to
+ * ENGINE_DEFER_MAX_NS), or the shortest again when packets were waiting
+ * and the application had not polled for ENGINE_APP_IDLE_NS (it does not
+ * drain the socket: it spins on memory between its polls, like
+ * ib_write_lat's target; see also requester_ack_rides).  The engine takes
+ * over (reads and re-arms the socket) when a whole step passed without a
+ * poll and either the application waits for a completion event (a CQ of
+ * ours is armed) or its last poll is ENGINE_APP_GONE_NS old (it went
+ * away, or computes); a poller only descheduled for a while keeps its
+ * socket (see app_gone). */
 enum {
 	ENGINE_APP_IDLE_NS = 50 * 1000,
 	ENGINE_DEFER_MIN_NS = 10 * 1000,
-	/* Each look costs a wake-up (and on a 2-CPU host takes the CPU from
-	 * a poller for a few us); the longest step is about what a packet
-	 * may wait when the application stops polling (twice that at
-	 * worst). */
-	ENGINE_DEFER_MAX_NS = 200 * 1000,
+	/* Each look costs a wake-up, and on a 2-CPU host with two pollers
+	 * takes a CPU from one of them for 10-20 us (measured: at 200 us
+	 * steps, ~1 ping-pong in 20 on each side paid it; ib_send_lat 2 B
+	 * avg 10-15 us for a typical 5.5).  The longest step is about what
+	 * a packet may wait when the application stops polling (the first
+	 * step end after that reads the socket); below the 1 ms this
+	 * transport's ACK timeout is clamped to at least.  With same-host
+	 * peers (an inbox) the engine is also the inbox's reader when the
+	 * application stops: shorter. */
+	ENGINE_DEFER_MAX_NS = 1000 * 1000,
+	ENGINE_DEFER_MAX_SHM_NS = 200 * 1000,
 	/* how long the engine waits for an application thread's receive */
 	ENGINE_RX_WAIT_NS = 5 * 1000,
 };
@@ -609,6 +658,9 @@ static void arm_socket(struct srn_engine *eng)
 	epoll_ctl(eng->epfd, EPOLL_CTL_MOD, eng->udp.fd, &ev);
 }
 
+/* A deferral step of step ns from now.  Its end is the timeout of the
+ * engine's epoll wait (engine_main), not a timerfd: no system call to
+ * set it, none to read it. */
 static void defer_for(struct srn_engine *eng, struct engine_defer *d, uint64_t now,
 		      uint64_t step)
 {
@@ -617,7 +669,24 @@ static void defer_for(struct srn_engine *eng, struct engine_defer *d, uint64_t n
 	d->since = now;
 	d->step = step;
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_defers], 1, memory_order_relaxed);
-	timer_program(eng, now + step);
+}
+
+/* Is an application thread waiting for a completion event (one of our
+ * QPs' CQs is armed)?  Then it sleeps in its completion channel rather
+ * than polling, and the engine must take every packet at once. */
+static bool app_waits_event(struct srn_engine *eng)
+{
+	bool armed = false;
+
+	pthread_mutex_lock(&eng->qps_lock);
+	for (uint32_t i = 0; i < eng->n_all && !armed; i++) {
+		struct srn_qp *qp = eng->all[i]->qp;
+
+		armed = (qp->send_cq && __atomic_load_n(&qp->send_cq->armed, __ATOMIC_RELAXED)) ||
+			(qp->recv_cq && __atomic_load_n(&qp->recv_cq->armed, __ATOMIC_RELAXED));
+	}
+	pthread_mutex_unlock(&eng->qps_lock);
+	return armed;
 }
 
 /* After work the engine keeps polling the socket for up to linger_ns
@@ -713,37 +782,55 @@ static void engine_linger(struct srn_engine *eng)
 	/* (our own list: no lock needed to send what full batches left) */
 	srn_engine_rx_done(eng);
 }
-/* The socket has packets (fresh = from epoll), or a deferral ended. */
-static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fresh)
+
+/* The engine takes the socket back: reads, then sleeps on it. */
+static void take_over(struct srn_engine *eng, struct engine_defer *d)
+{
+	d->on = false;
+	atomic_store_explicit(&eng->deferring, false, memory_order_relaxed);
+	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_takeovers], 1, memory_order_relaxed);
+	engine_rx(eng);
+	engine_linger(eng);
+	arm_socket(eng);
+}
+
+/* The socket has packets (fresh = from epoll), or the timer fired while
+ * deferring (watchdog: the deferral step is over). */
+static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fresh,
+			 bool watchdog)
 {
 	uint64_t now = srn_now_ns();
 	uint64_t last = app_active_ns(eng);
 
 	if (!fresh) {
+		uint64_t step = d->step * 2;
+
 		if (!d->on)
 			return;
-		if (now < d->since + d->step) {
-			/* a QP timer fired: the deferral still runs */
-			timer_program(eng, d->since + d->step);
+		if (!watchdog && now < d->since + d->step)
+			return; /* a QP timer fired: the deferral still runs */
+		if (step > (eng->inbox ? ENGINE_DEFER_MAX_SHM_NS : ENGINE_DEFER_MAX_NS))
+			step = eng->inbox ? ENGINE_DEFER_MAX_SHM_NS : ENGINE_DEFER_MAX_NS;
+		if (last <= d->since && (app_gone(eng, now) || app_waits_event(eng))) {
+			/* no poll for a while, or the application waits
+			 * for an event: the engine takes over */
+			take_over(eng, d);
 			return;
 		}
-		if (last > d->since) {
-			uint64_t step = d->step * 2;
-
-			/* packets waiting: the application does not drain
-			 * the socket itself (it spins on memory between its
-			 * polls): shortest steps */
-			defer_for(eng, d, now, step > ENGINE_DEFER_MAX_NS ?
-					       ENGINE_DEFER_MAX_NS : step);
-			/* (an application thread polling right now takes
-			 * them itself: no contention for rx_lock) */
-			if (!app_sending(eng, now) && !app_polling(eng, now) &&
-			    engine_rx_try(eng, 0) > 0)
-				defer_for(eng, d, now, ENGINE_DEFER_MIN_NS);
-			return;
-		}
+		/* The application polls (or was only off its CPU for a
+		 * moment): the next step is twice as long.  Packets
+		 * waiting: the application does not drain the socket
+		 * itself (it spins on memory between its polls, or is
+		 * descheduled): shortest steps.  (An application thread
+		 * polling right now takes them itself: no contention for
+		 * rx_lock.) */
+		if (!app_sending(eng, now) && !app_polling(eng, now) &&
+		    engine_rx_try(eng, 0) > 0 && last + ENGINE_APP_IDLE_NS <= now)
+			step = ENGINE_DEFER_MIN_NS;
+		defer_for(eng, d, now, step);
+		return;
 	}
-	if (fresh && last + ENGINE_APP_IDLE_NS > now) {
+	if (last + ENGINE_APP_IDLE_NS > now && !app_waits_event(eng)) {
 		/* Deferring first: QP deadlines armed while we read are then
 		 * left to the poller (srn_engine_arm).  Awake anyway, read
 		 * what is there (unless the application is at it). */
@@ -752,11 +839,7 @@ static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fr
 			engine_rx_try(eng, ENGINE_RX_WAIT_NS);
 		return;
 	}
-	d->on = false;
-	atomic_store_explicit(&eng->deferring, false, memory_order_relaxed);
-	engine_rx(eng);
-	engine_linger(eng);
-	arm_socket(eng);
+	take_over(eng, d);
 }
 
 /* SOFTRNIC_ENGINE_RT=P (experimental): run the engine thread SCHED_FIFO
@@ -824,6 +907,26 @@ static int engine_shm_idle(struct srn_engine *eng, struct engine_defer *d)
 	return -1;
 }
 
+/* epoll_wait until end_ns at the latest (a deferral step's end):
+ * epoll_pwait2 for its nanoseconds, or where the kernel lacks it (before
+ * 5.11) epoll_wait rounded up to the millisecond. */
+static int wait_step(struct srn_engine *eng, struct epoll_event *ev, int max, uint64_t end_ns)
+{
+	static atomic_bool no_pwait2;
+	uint64_t now = srn_now_ns(), left = end_ns > now ? end_ns - now : 0;
+
+	if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
+		struct timespec to = { (time_t)(left / 1000000000ull),
+				       (long)(left % 1000000000ull) };
+		int n = epoll_pwait2(eng->epfd, ev, max, &to, NULL);
+
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		atomic_store_explicit(&no_pwait2, true, memory_order_relaxed);
+	}
+	return epoll_wait(eng->epfd, ev, max, (int)((left + 999999) / 1000000));
+}
+
 static void *engine_main(void *arg)
 {
 	struct srn_engine *eng = arg;
@@ -850,11 +953,20 @@ static void *engine_main(void *arg)
 		if (idle < 0)
 			continue;
 		timer_rearm(eng);
-		n = epoll_wait(eng->epfd, ev, 4, -1);
+		if (defer.on)
+			n = wait_step(eng, ev, 4, defer.since + defer.step);
+		else
+			n = epoll_wait(eng->epfd, ev, 4, -1);
 		atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_wakes], 1, memory_order_relaxed);
 		if (idle > 0) {
 			net_shm_inbox_set_sleeping(eng->inbox, false);
 			atomic_store(&eng->shm_asleep, false);
+		}
+		if (n == 0 && defer.on) {
+			/* the step is over (QP deadlines passed meanwhile
+			 * too, if the application stopped running them) */
+			srn_engine_run_qp_timers(eng, srn_now_ns());
+			socket_ready(eng, &defer, false, true);
 		}
 		if (n < 0 && errno != EINTR)
 			break;
@@ -870,9 +982,9 @@ static void *engine_main(void *arg)
 					continue;
 				timer_fired(eng);
 				if (defer.on)
-					socket_ready(eng, &defer, false);
+					socket_ready(eng, &defer, false, false);
 			} else if (fd == eng->udp.fd) {
-				socket_ready(eng, &defer, true);
+				socket_ready(eng, &defer, true, false);
 			}
 		}
 	}

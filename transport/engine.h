@@ -34,7 +34,8 @@
 	X(direct_write) X(direct_read) X(direct_atomic) X(direct_send) X(direct_fallback) \
 	X(direct_vm)                                                       \
 	X(rx_forwarded)                                                    \
-	X(engine_wakes) X(engine_rx_batches) X(engine_defers) X(ack_held)
+	X(engine_wakes) X(engine_rx_batches) X(engine_defers) X(engine_takeovers) \
+	X(ack_held)
 
 enum srn_counter {
 #define SRN_CNT_ENUM(n) SRN_CNT_##n,
@@ -60,6 +61,8 @@ struct srn_engine {
 	 * processed in arrival order, whichever thread receives. */
 	pthread_mutex_t rx_lock;
 	struct net_udp_msg *msgs;    /* ENGINE_SOCK_BATCH receive slots */
+	bool rx_poll_one;            /* srn_engine_rx_poll asks for one datagram */
+	int rx_poll_streak;          /* its polls in a row that found one */
 	uint8_t *rxbuf;              /* their buffers */
 
 	/* This context's QPs.  by_qpn indexes the registry's QPN space. */
@@ -116,6 +119,10 @@ int srn_engine_rx_shm(struct srn_engine *eng, int max);
  * RESP_ACK_COALESCE_PKTS, not one per batch): a thread that stops
  * receiving after it calls srn_engine_rx_done. */
 int srn_engine_rx_sock(struct srn_engine *eng);
+/* srn_engine_rx_sock for an application thread's poll (rx_lock held):
+ * asks for one datagram at a time while they come one at a time.  Returns
+ * the datagrams read; ENGINE_SOCK_BATCH (a full batch): more may wait. */
+int srn_engine_rx_poll(struct srn_engine *eng);
 /* The end of this thread's receiving for now: the ACKs that full batches
  * left (srn_engine_rx_sock) go the way a batch's end sends them. */
 void srn_engine_rx_done(struct srn_engine *eng);

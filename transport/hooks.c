@@ -323,10 +323,11 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 	}
 	/* a few batches while they come full: keep up with a busy peer */
 	for (int b = 0; b < 4; b++) {
-		int n = eng->inbox ? srn_engine_rx_sock(eng) : srn_engine_rx_batch(eng);
+		/* (no inbox: the socket is all there is) */
+		int n = eng->inbox ? srn_engine_rx_sock(eng) : srn_engine_rx_poll(eng);
 
 		got += n > 0 ? n : 0;
-		if (n < (eng->inbox ? ENGINE_SOCK_BATCH : ENGINE_BATCH))
+		if (n < ENGINE_SOCK_BATCH)
 			break;
 	}
 	srn_engine_rx_done(eng);

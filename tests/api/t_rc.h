@@ -150,10 +150,11 @@ static __attribute__((unused)) uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Wait up to 10 s for one completion. */
-static __attribute__((unused)) int t_wait(struct ibv_cq *cq, struct ibv_wc *wc)
+/* Poll cq for one completion, up to limit_ms: 0, or -1. */
+static __attribute__((unused)) int t_wait_ms(struct ibv_cq *cq, struct ibv_wc *wc,
+					     uint64_t limit_ms)
 {
-	uint64_t end = now_ms() + 10000;
+	uint64_t end = now_ms() + limit_ms;
 
 	while (now_ms() < end) {
 		int n = ibv_poll_cq(cq, 1, wc);
@@ -163,6 +164,14 @@ static __attribute__((unused)) int t_wait(struct ibv_cq *cq, struct ibv_wc *wc)
 		if (n == 1)
 			return 0;
 	}
+	return -1;
+}
+
+/* Wait up to 10 s for one completion. */
+static __attribute__((unused)) int t_wait(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	if (!t_wait_ms(cq, wc, 10000))
+		return 0;
 	/* timed out: make sure no stale completion is mistaken for one */
 	memset(wc, 0, sizeof(*wc));
 	wc->status = IBV_WC_GENERAL_ERR;
