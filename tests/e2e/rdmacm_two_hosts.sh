@@ -37,10 +37,22 @@ fi
 # in the server process, and only one holds port 4791.  Data for the
 # other's QP reaches 4791 and is handed over through its shared-memory
 # inbox (transport/qp_forward.c).
-if t_ns_pair wbw 60 "ib_write_bw -R -d srn_vA -x 0 -F -s 65536 -n 200" \
-	"ib_write_bw -R -d srn_vB -x 0 -F -s 65536 -n 200 192.168.79.1" &&
-   grep -qE '^ +65536 +200 ' "$T_TMP/wbw.client"; then
+# perftest -R connects twice to the same port; now and then (about 1 run
+# in 10 here, with this code and with earlier rounds') its second REQ
+# arrives while the server has no listener on the port: the server's CM
+# answers REJ "invalid service ID", as Linux does, and the client dies in
+# perftest's error path.  That race is perftest's own timing between the
+# two connections: one more pair is tried when the server says so.
+wbw_ok() {
+	t_ns_pair "$1" 60 "ib_write_bw -R -d srn_vA -x 0 -F -s 65536 -n 200" \
+		"ib_write_bw -R -d srn_vB -x 0 -F -s 65536 -n 200 192.168.79.1" &&
+		grep -qE '^ +65536 +200 ' "$T_TMP/$1.client"
+}
+if wbw_ok wbw; then
 	t_pass "ib_write_bw -R 64 KiB x 200 between namespaces"
+elif grep -qs 'no listener' "$T_TMP/wbw.server" "$T_TMP/wbw.server.log" && wbw_ok wbw2; then
+	t_pass "ib_write_bw -R 64 KiB x 200 between namespaces (second try: the first" \
+	       "met perftest's listener race)"
 else
 	t_fail "ib_write_bw -R between namespaces"
 fi
