@@ -312,6 +312,22 @@ static int check_iov(const struct iovec *iov, int iovcnt)
 	return 0;
 }
 
+/* The error a data call on rs gets from its connection state, as a
+ * socket's (ENOTCONN before a connection; a failed one's pending error,
+ * reported once), or 0. */
+static int state_error(struct rs *rs)
+{
+	int err;
+
+	if (rs->state == RS_NEW || rs->state == RS_LISTENING)
+		return ENOTCONN;
+	if (rs->state != RS_FAILED)
+		return 0;
+	err = rs->err ? rs->err : ECONNRESET;
+	rs->err = 0;
+	return err;
+}
+
 /* What rs_send_iov and rs_recv_iov check first: the rsocket behind fd,
  * referenced and locked, with *total the bytes iov holds; NULL + errno
  * (EINVAL for a bad iovec, EOPNOTSUPP for a flag outside allowed). */
@@ -354,15 +370,9 @@ ssize_t rs_send_iov(int fd, const struct iovec *iov, int iovcnt, int flags)
 			err = EPIPE;
 			break;
 		}
-		if (rs->state == RS_NEW || rs->state == RS_LISTENING) {
-			err = ENOTCONN;
+		err = state_error(rs);
+		if (err)
 			break;
-		}
-		if (rs->state == RS_FAILED) {
-			err = rs->err ? rs->err : ECONNRESET;
-			rs->err = 0;
-			break;
-		}
 		if (rs->peer_gone || rs->qp_err) {
 			err = ECONNRESET;
 			break;
@@ -455,15 +465,9 @@ ssize_t rs_recv_iov(int fd, const struct iovec *iov, int iovcnt, int flags)
 	dontwait = rs->nonblock || (flags & MSG_DONTWAIT);
 	for (;;) {
 		rs_progress(rs);
-		if (rs->state == RS_NEW || rs->state == RS_LISTENING) {
-			err = ENOTCONN;
+		err = state_error(rs);
+		if (err)
 			break;
-		}
-		if (rs->state == RS_FAILED) {
-			err = rs->err ? rs->err : ECONNRESET;
-			rs->err = 0;
-			break;
-		}
 		if (rs->rd_shut || total == 0)
 			break;
 		if (rs->ready_count) {

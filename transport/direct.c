@@ -540,15 +540,12 @@ static const char *write_guess(const struct direct_qp *d, uint32_t rkey, uint64_
 			       uint64_t len)
 {
 	for (int i = 0; i < DIRECT_MRS; i++) {
-		const struct direct_mr *m = &d->mr[i];
-		uint64_t off;
+		uint64_t vaddr;
+		char *ptr;
 
-		if (m->rkey != rkey || !m->ok || !m->map || va < m->iova)
-			continue;
-		off = va - m->iova;
-		if (off < m->map_lo || off - m->map_lo >= m->map_len || len > m->map_len)
-			return NULL;
-		return m->map + (off - m->map_lo);
+		if (d->mr[i].rkey == rkey)
+			return direct_mr_range(&d->mr[i], va, len, IBV_ACCESS_REMOTE_WRITE, &ptr,
+					       &vaddr) ? ptr : NULL;
 	}
 	return NULL;
 }

@@ -94,7 +94,7 @@ int direct_gather_sge(struct srn_rc_state *rc, const struct ibv_sge *sge, uint64
 /* direct.c: w is done: its WC if signaled, the SQ moves on, c counted. */
 void direct_complete(struct srn_rc_state *rc, struct srn_send_wqe *w, enum srn_counter c);
 /* direct.c: the same for a work request that never was a WQE
- * (srn_transport_send_now): its WC if signaled, c counted. */
+ * (srn_transport_post_now): its WC if signaled, c counted. */
 void direct_done(struct srn_rc_state *rc, uint64_t wr_id, enum ibv_wr_opcode op,
 		 uint32_t byte_len, bool signaled, enum srn_counter c);
 

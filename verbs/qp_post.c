@@ -259,7 +259,7 @@ static int rq_post_recv(struct srn_qp *qp, const struct ibv_recv_wr *wr)
  * SEND's latency).
  * Everything else, and anything the transport declines, takes the
  * general path below, which makes every check and gives every error. */
-static bool send_now(struct srn_qp *qp, const struct ibv_send_wr *wr)
+static bool post_now(struct srn_qp *qp, const struct ibv_send_wr *wr)
 {
 	const unsigned int flags_ok = IBV_SEND_FENCE | IBV_SEND_SIGNALED |
 				      IBV_SEND_SOLICITED | IBV_SEND_INLINE;
@@ -287,7 +287,7 @@ int srn_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	int err = 0;
 
 	pthread_mutex_lock(&qp->lock);
-	if (wr && send_now(qp, wr)) {
+	if (wr && post_now(qp, wr)) {
 		pthread_mutex_unlock(&qp->lock);
 		return 0;
 	}

@@ -17,7 +17,7 @@
  *    armed for solicited only, an unsolicited SEND fires nothing and a
  *    solicited one does
  *  - SENDs one at a time on an idle send queue (taken straight from the
- *    WR, verbs/qp_post.c send_now): an unsignaled one gives no send
+ *    WR, verbs/qp_post.c post_now): an unsignaled one gives no send
  *    completion, an INLINE one carries the bytes as they were at post
  *    time; a bad lkey is refused there and the packet path reports
  *    LOC_PROT_ERR (on a pair of its own: the QP goes to error)
