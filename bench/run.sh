@@ -208,11 +208,28 @@ step_pingpong() { # shm|udp REP
 	fi
 }
 
-step_gso() { # paced|unpaced REP
-	local mode=$1 rep=$2 name="base-gso-$1-r$2" w=4M key=base:gso
+# The least an RC transport sends per message on UDP sockets: the message
+# and the ACK of the one before, two 20-byte datagrams (a 2-byte SEND and
+# an ACK are 20 bytes of RoCE each) in one GSO send, GRO on receive.
+step_pingpong_ack() { # REP
+	local rep=$1 name="base-udppp-ack-r$1"
+	b_progress "baseline udp_pingpong -a: message + ACK per direction, busy-polling (rep $rep)"
+	if b_one "$name" 60 "$BIN/udp_pingpong" -a -s 20 -n 20000; then
+		local v; v=$(grep -oE 'median [0-9.]+' "$RAW/$name.out" | awk '{print $2}')
+		b_record "base:udp_pp_ack" 2 "$v"
+		b_result "$v us one way (median)"
+	else
+		b_result "FAILED (raw/$name.out)"
+	fi
+}
+
+step_gso() { # paced|unpaced|icrc REP
+	local mode=$1 rep=$2 name="base-gso-$1-r$2" w=4M key=base:gso c=
 	[ "$mode" = unpaced ] && w=0 && key=base:gso_unpaced
+	# both ends compute a CRC-32 per datagram, as RoCEv2's ICRC demands
+	[ "$mode" = icrc ] && c=-c && key=base:gso_icrc
 	b_progress "baseline UDP GSO->GRO 64 KiB batches, $mode, 1 s (rep $rep)"
-	if b_one "$name" 30 "$BIN/udp_gso_bw" -t 1 -w "$w"; then
+	if b_one "$name" 30 "$BIN/udp_gso_bw" -t 1 -w "$w" $c; then
 		local v; v=$(grep -oE 'goodput [0-9.]+' "$RAW/$name.out" | awk '{print $2}')
 		b_record "$key" 65536 "$v"
 		b_result "$v GB/s ($(grep -oE 'loss [0-9.]+%' "$RAW/$name.out"))"
@@ -294,8 +311,10 @@ for r in $(seq "$REPS"); do
 	for s in $BW_SIZES; do add step_copy memcpy_bw "$s" "$r"; add step_copy vm_writev_bw "$s" "$r"; done
 	add step_pingpong shm "$r"
 	add step_pingpong udp "$r"
+	add step_pingpong_ack "$r"
 	add step_gso paced "$r"
 	add step_gso unpaced "$r"
+	add step_gso icrc "$r"
 done
 if have iperf3; then
 	for r in $(seq "$REPS"); do add step_iperf3 "$r"; done
