@@ -20,12 +20,20 @@
 
 #include "wire/mad.h"
 
-/* SOFTRNIC_LOG=debug traces every MAD and state change on stderr. */
+/* SOFTRNIC_LOG=debug traces every MAD, state change and connection call
+ * on stderr, stamped with CLOCK_MONOTONIC (us): one clock for every
+ * process of the host and its network namespaces, so the logs of both
+ * sides of a connection merge into one timeline. */
 extern int cm_debug_on;
+uint64_t cm_dbg_stamp_us(void);
 #define cm_dbg(...)                                                          \
 	do {                                                                 \
 		if (cm_debug_on) {                                           \
-			fprintf(stderr, "softrnic cm[%d]: ", (int)getpid()); \
+			uint64_t us_ = cm_dbg_stamp_us();                    \
+			fprintf(stderr, "softrnic cm[%d] %llu.%06llu: ",     \
+				(int)getpid(),                               \
+				(unsigned long long)(us_ / 1000000),         \
+				(unsigned long long)(us_ % 1000000));        \
 			fprintf(stderr, __VA_ARGS__);                        \
 		}                                                            \
 	} while (0)

@@ -64,6 +64,9 @@ SRN_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		c->state = CM_LISTEN;
 		c->backlog = backlog > 0 ? backlog : 1024;
 	}
+	cm_dbg("listen id %p on port %u: %d\n", (void *)id, cm_src_port(c), err);
+	if (!err)
+		cm_req_hold_release();
 out:
 	pthread_mutex_unlock(&cm_lock);
 	if (err) {
@@ -154,6 +157,8 @@ void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from, const ui
 		goto bad_sid;
 	memcpy(dst, &h.dst[12], 4);
 	l = cm_find_listener(ps, port, dst, false);
+	if (!l && cm_req_hold(m, from, to_ip, ps, port, dst, false))
+		return; /* rdma_listen may come yet */
 	if (!l)
 		goto bad_sid;
 	if (l->pending >= l->backlog) {
@@ -223,7 +228,8 @@ void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from, const ui
 	return;
 bad_sid:
 	cm_dbg("REQ for service 0x%llx: no listener\n", (unsigned long long)r->service_id);
-	/* Nobody listens there: what Linux answers (status 8 at the peer). */
+	/* Nobody listens there (and the grace for one is over, or none was
+	 * given): what Linux answers (status 8 at the peer). */
 	cm_rej_unknown(m, from, to_ip, r->local_comm_id, WIRE_CM_REJ_INVALID_SERVICE_ID,
 		    WIRE_CM_MSG_REQ);
 }
@@ -350,7 +356,9 @@ SRN_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 		 * listens on with a REJ (invalid service id); a kernel's address
 		 * and route resolution take a little while, and applications
 		 * (perftest) rely on that to win their listen-vs-connect race,
-		 * so look again for a short grace period before rejecting. */
+		 * so look again for a short grace period before rejecting.  (A
+		 * REQ from another host gets the same grace where it arrives:
+		 * cm_req_hold.) */
 		if (wire_cm_encode(&m, c->mad) != WIRE_MAD_LEN)
 			memset(c->mad, 0, WIRE_MAD_LEN);
 		c->peer.port = 0;
@@ -522,6 +530,7 @@ SRN_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	if (p && p->private_data_len)
 		memcpy(r->private_data, p->private_data, p->private_data_len);
 	cm_leave_backlog(c);
+	cm_dbg("accept id %p (port %u)\n", (void *)id, cm_src_port(c));
 	c->state = CM_REP_SENT;
 	c->peer_local = cm_peer_is_local(&c->peer);
 	cm_send_tracked(c, &m, c->peer_cm_timeout ? c->peer_cm_timeout : CM_RESPONSE_TIMEOUT);

@@ -11,6 +11,10 @@ enum {
 	CM_TARGET_ACK_DELAY = 15,
 	CM_LIVENESS_MS = 300,        /* how often same-host peers are checked */
 	CM_LISTEN_GRACE_MS = 250,    /* a same-host REQ waits this for a listener */
+	/* A REQ that reached us before its listener waits this for it: many
+	 * times the lag seen on a busy host (<= 90 ms), within the sender's
+	 * retransmission interval (1 s here, 4.3 s on Linux). */
+	CM_REQ_HOLD_MS = 500,
 	CM_TIMEWAIT_MS = 2000,       /* ~ 2 x packet life time, as Linux's order */
 	CM_REQ_PDATA = 92 - WIRE_CMA_HDR_LEN,  /* 56 */
 	CM_REP_PDATA = 196,
@@ -68,5 +72,15 @@ void cm_sidr_req_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 		const uint8_t to_ip[4]);
 int cm_sidr_accept(struct cm_id *c, const struct rdma_conn_param *p);
 void cm_sidr_rep_in(const struct wire_cm_msg *m);
+/* ---- requests that came before their listener (cm/dispatch.c) ---- */
+/* Hold m (a REQ or SIDR_REQ for ps/port on dst nobody listens on) until a
+ * listener appears or CM_REQ_HOLD_MS pass; false: refuse it now. */
+bool cm_req_hold(const struct wire_cm_msg *m, const struct cm_peer *from,
+		const uint8_t to_ip[4], uint16_t ps, uint16_t port, const uint8_t dst[4],
+		bool ud);
+/* A listener appeared: hand it what it was waited for. */
+void cm_req_hold_release(void);
+/* Refuse what waited its grace out; ms until the next deadline, -1 none. */
+int cm_req_hold_timers(uint64_t now);
 
 #endif

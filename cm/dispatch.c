@@ -1,5 +1,6 @@
-/* MAD dispatch, the protocol timers (retransmission, same-host peer
- * liveness, time wait) and protocol teardown when an id is destroyed. */
+/* MAD dispatch, requests held until their listener comes, the protocol
+ * timers (retransmission, same-host peer liveness, time wait) and protocol
+ * teardown when an id is destroyed. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -7,6 +8,134 @@
 
 #include "cm/conn.h"
 #include "verbs/export.h"
+
+/* ---- requests that came before their listener ----------------------------
+ * A server that listens again for its next connection (perftest -R: one
+ * connection to exchange parameters, a fresh listener on the same port for
+ * the test's own) races the client's REQ.  On Linux the server's side of
+ * that race is short and never waits for a user thread: the ACK that
+ * completes its last send and the completion itself come from the NIC (or
+ * rxe's softirq).  Here both need user-space threads (the peer's responder,
+ * the engine that owns the RoCE port and hands packets over), which a
+ * 2-CPU host with busy-polling applications can leave unscheduled for
+ * milliseconds: the client's REQ then arrives before rdma_listen.
+ *
+ * So a REQ that finds no listener is held here for a grace period
+ * (CM_REQ_HOLD_MS; the active side gives a same-host listener its own,
+ * CM_LISTEN_GRACE_MS) and handed on when a listener for it appears; only
+ * when the grace ends is it refused as Linux refuses it (REJ invalid
+ * service id, a SIDR refusal).  The peer sees nothing but a later answer, well within its CM
+ * response timeout.  A few are held at once (a flood of REQs for ports
+ * nobody serves gets its refusals at once beyond that); a repeat of a held
+ * REQ is dropped, the held one answers for both.  All with cm_lock held. */
+enum { CM_HOLD_MAX = 16 };
+
+struct held_req {
+	bool used;
+	struct wire_cm_msg m;        /* decoded REQ / SIDR_REQ */
+	struct cm_peer from;
+	uint8_t to_ip[4];
+	uint16_t ps, port;           /* service the listener must serve */
+	uint8_t dst[4];
+	bool ud;                     /* SIDR_REQ: a UD listener */
+	uint64_t until_ms;
+};
+
+static struct held_req held[CM_HOLD_MAX];
+static bool refusing;                /* handlers refuse now, they do not hold */
+
+/* The sender's id for the request: its comm id, or SIDR's request id. */
+static uint32_t request_of(const struct wire_cm_msg *m)
+{
+	return m->hdr.attr_id == WIRE_CM_ATTR_SIDR_REQ ? m->sidr_req.request_id :
+							 m->req.local_comm_id;
+}
+
+bool cm_req_hold(const struct wire_cm_msg *m, const struct cm_peer *from,
+		 const uint8_t to_ip[4], uint16_t ps, uint16_t port, const uint8_t dst[4],
+		 bool ud)
+{
+	struct held_req *free_slot = NULL;
+
+	if (refusing)
+		return false;
+	for (int i = 0; i < CM_HOLD_MAX; i++) {
+		struct held_req *h = &held[i];
+
+		if (!h->used) {
+			if (!free_slot)
+				free_slot = h;
+			continue;
+		}
+		/* The peer repeated it: the held one answers for both. */
+		if (h->m.hdr.attr_id == m->hdr.attr_id && request_of(&h->m) == request_of(m) &&
+		    !memcmp(h->from.ip, from->ip, 4))
+			return true;
+	}
+	if (!free_slot)
+		return false;
+	free_slot->used = true;
+	free_slot->m = *m;
+	free_slot->from = *from;
+	memcpy(free_slot->to_ip, to_ip, 4);
+	free_slot->ps = ps;
+	free_slot->port = port;
+	memcpy(free_slot->dst, dst, 4);
+	free_slot->ud = ud;
+	free_slot->until_ms = cm_now_ms() + CM_REQ_HOLD_MS;
+	cm_agent_wake(); /* its timers now include this deadline */
+	cm_dbg("%s for port %u: no listener yet, held %d ms\n",
+	       ud ? "SIDR_REQ" : "REQ", port, CM_REQ_HOLD_MS);
+	return true;
+}
+
+/* Take h out and run it through its handler again: it finds its listener
+ * now, or (refusing) is answered as nobody listens. */
+static void redo(struct held_req *h, bool refuse)
+{
+	struct held_req r = *h;
+
+	h->used = false;
+	refusing = refuse;
+	if (r.m.hdr.attr_id == WIRE_CM_ATTR_SIDR_REQ)
+		cm_sidr_req_in(&r.m, &r.from, r.to_ip);
+	else
+		cm_req_in(&r.m, &r.from, r.to_ip);
+	refusing = false;
+}
+
+void cm_req_hold_release(void)
+{
+	for (int i = 0; i < CM_HOLD_MAX; i++) {
+		struct held_req *h = &held[i];
+
+		if (h->used && cm_find_listener(h->ps, h->port, h->dst, h->ud)) {
+			cm_dbg("%s for port %u: listener now, handed on\n",
+			       h->ud ? "SIDR_REQ" : "REQ", h->port);
+			redo(h, false);
+		}
+	}
+}
+
+int cm_req_hold_timers(uint64_t now)
+{
+	int next = -1;
+
+	cm_req_hold_release();
+	for (int i = 0; i < CM_HOLD_MAX; i++) {
+		struct held_req *h = &held[i];
+
+		if (!h->used)
+			continue;
+		if (h->until_ms <= now) {
+			redo(h, true);
+			continue;
+		}
+		if (next < 0 || (int)(h->until_ms - now) < next)
+			next = (int)(h->until_ms - now);
+	}
+	return next;
+}
 
 /* ---- dispatch, timers, teardown ------------------------------------------ */
 
@@ -156,6 +285,12 @@ int cm_conn_timers(uint64_t now)
 	}
 	if (want_check && (next < 0 || next > CM_LIVENESS_MS))
 		next = CM_LIVENESS_MS;
+	{
+		int held = cm_req_hold_timers(now);
+
+		if (held >= 0 && (next < 0 || held < next))
+			next = held;
+	}
 	return next;
 }
 

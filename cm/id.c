@@ -22,6 +22,11 @@ uint64_t cm_now_ms(void)
 	return net_now_ns() / 1000000;
 }
 
+uint64_t cm_dbg_stamp_us(void)
+{
+	return net_now_ns() / 1000;
+}
+
 uint16_t cm_ps_code(enum rdma_port_space ps)
 {
 	return (uint16_t)ps;
@@ -182,6 +187,7 @@ SRN_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (last)
 		rdma_ack_cm_event(last);
 	pthread_mutex_lock(&cm_lock);
+	cm_dbg("destroy id %p (state %d, port %u)\n", (void *)id, (int)c->state, cm_src_port(c));
 	c->destroying = true;
 	cm_conn_destroy(c);
 	if (c->dir_slot >= 0)
@@ -245,6 +251,7 @@ SRN_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	}
 	pthread_mutex_lock(&cm_lock);
 	err = cm_id_bind_locked(cm_id(id), addr);
+	cm_dbg("bind id %p to port %u: %d\n", (void *)id, cm_src_port(cm_id(id)), err);
 	pthread_mutex_unlock(&cm_lock);
 	if (err) {
 		errno = err;
@@ -344,6 +351,7 @@ SRN_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 	cm_id_fill_gids(c);
 	c->state = CM_ADDR_RESOLVED;
 	err = post_simple(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	cm_dbg("resolve_addr id %p to port %u\n", (void *)id, cm_dst_port(c));
 out:
 	pthread_mutex_unlock(&cm_lock);
 	if (err) {

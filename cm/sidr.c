@@ -85,6 +85,9 @@ void cm_sidr_req_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	memcpy(dst, &h.dst[12], 4);
 	l = cm_find_listener(wire_cm_service_id_ps(r->service_id),
 			  wire_cm_service_id_port(r->service_id), dst, true);
+	if (!l && cm_req_hold(m, from, to_ip, wire_cm_service_id_ps(r->service_id),
+			      wire_cm_service_id_port(r->service_id), dst, true))
+		return; /* rdma_listen may come yet */
 	if (!l)
 		goto refuse;
 	c = cm_id_alloc(l->sync ? NULL : l->chan, l->id.context, l->id.ps, l->sync);
