@@ -99,7 +99,8 @@ static int grow_buf(int fd, int opt, int force_opt, const char *name)
 	return got;
 }
 
-int net_udp_open(struct net_udp *u, int family, const uint8_t *ip)
+/* Bind to ip:4791, or (fallback) to an ephemeral port when 4791 is taken. */
+static int udp_open(struct net_udp *u, int family, const uint8_t *ip, bool fallback)
 {
 	struct sockaddr_storage ss;
 	struct net_addr a = { .family = family, .port = SRN_ROCE_UDP_PORT };
@@ -145,6 +146,12 @@ int net_udp_open(struct net_udp *u, int family, const uint8_t *ip)
 	 * too and steal our packets.  4791 goes to whoever is first. */
 	len = to_sockaddr(&a, &ss);
 	if (bind(fd, (struct sockaddr *)&ss, len) < 0) {
+		if (!fallback) {
+			int e = errno;
+
+			close(fd);
+			return -e;
+		}
 		a.port = 0;
 		len = to_sockaddr(&a, &ss);
 		if (bind(fd, (struct sockaddr *)&ss, len) < 0) {
@@ -159,6 +166,16 @@ int net_udp_open(struct net_udp *u, int family, const uint8_t *ip)
 	from_sockaddr(&ss, &u->local);
 	u->fd = fd;
 	return 0;
+}
+
+int net_udp_open(struct net_udp *u, int family, const uint8_t *ip)
+{
+	return udp_open(u, family, ip, true);
+}
+
+int net_udp_open_roce(struct net_udp *u, int family, const uint8_t *ip)
+{
+	return udp_open(u, family, ip, false);
 }
 
 void net_udp_close(struct net_udp *u)

@@ -29,6 +29,10 @@ struct net_udp {
 /* Bind to ip (family AF_INET: 4 bytes; AF_INET6: 16), port 4791 if free,
  * else an ephemeral port.  0 or -errno. */
 int net_udp_open(struct net_udp *u, int family, const uint8_t *ip);
+/* The same socket, but port 4791 only: 0, -EADDRINUSE while another socket
+ * holds it, or another -errno (transport/engine.c takes the port over
+ * with it when its holder goes, see net/roce_port.h). */
+int net_udp_open_roce(struct net_udp *u, int family, const uint8_t *ip);
 void net_udp_close(struct net_udp *u);
 
 /* Send one datagram gathered from iov.  0, -EAGAIN (socket buffer full:

@@ -425,17 +425,17 @@ void srn_engine_rx_done(struct srn_engine *eng)
 	}
 }
 
-static int rx_sock(struct srn_engine *eng, int vlen)
+/* One recvmmsg batch of socket u, processed.  Datagrams read. */
+static int rx_sock_read(struct srn_engine *eng, struct net_udp *u, int vlen, struct rx_hold *h)
 {
-	int n = net_udp_recv_batch(&eng->udp, eng->msgs, vlen);
-	struct rx_hold h = { NULL, 0, 0 };
+	int n = net_udp_recv_batch(u, eng->msgs, vlen);
 
 	for (int i = 0; i < n; i++) {
 		struct net_udp_msg *m = &eng->msgs[i];
 		struct net_udp_msg one;
 
 		if (!m->seg || m->truncated) {
-			rx_pkt(eng, m, &h);
+			rx_pkt(eng, m, h);
 			continue;
 		}
 		/* GRO: several packets back to back, each seg bytes but the
@@ -446,18 +446,39 @@ static int rx_sock(struct srn_engine *eng, int vlen)
 			one.buf = m->buf + off;
 			one.len = m->len - off < m->seg ? m->len - off : m->seg;
 			one.id_hint = (uint16_t)(off / m->seg);
-			rx_pkt(eng, &one, &h);
+			rx_pkt(eng, &one, h);
 		}
+	}
+	return n > 0 ? n : 0;
+}
+
+static int rx_sock(struct srn_engine *eng, int vlen)
+{
+	struct rx_hold h = { NULL, 0, 0 };
+	int n = rx_sock_read(eng, &eng->udp, vlen, &h);
+	bool full = n == ENGINE_SOCK_BATCH;
+
+	/* Port 4791 taken over (rare): its socket too.  A plain load when
+	 * there is none, no system call. */
+	if (__builtin_expect(eng->roce.fd >= 0, 0)) {
+		int r = rx_sock_read(eng, &eng->roce, vlen, &h);
+
+		full = full || r == ENGINE_SOCK_BATCH;
+		n += r;
+		if (!full && n >= ENGINE_SOCK_BATCH)
+			n = ENGINE_SOCK_BATCH - 1; /* ENGINE_SOCK_BATCH says "more waiting" */
+		else if (full)
+			n = ENGINE_SOCK_BATCH;
 	}
 	rx_end(eng, &h);
 	/* ACKs held back in the batch; after a full one, with the next */
-	if (n == ENGINE_SOCK_BATCH) {
+	if (full) {
 		rx_acks_owed = eng;
 	} else {
 		rx_acks_owed = NULL;
 		responder_rx_batch_end(eng);
 	}
-	return n > 0 ? n : 0;
+	return n;
 }
 
 int srn_engine_rx_sock(struct srn_engine *eng)
@@ -651,11 +672,20 @@ struct engine_defer {
 	uint64_t step;               /* its length */
 };
 
+static void arm_fd(struct srn_engine *eng, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.fd = fd };
+
+	epoll_ctl(eng->epfd, EPOLL_CTL_MOD, fd, &ev);
+}
+
+/* The sockets, one-shot: the main one and a taken-over 4791 (both are
+ * read by every receive, so they are deferred and re-armed together). */
 static void arm_socket(struct srn_engine *eng)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.fd = eng->udp.fd };
-
-	epoll_ctl(eng->epfd, EPOLL_CTL_MOD, eng->udp.fd, &ev);
+	arm_fd(eng, eng->udp.fd);
+	if (eng->roce.fd >= 0)
+		arm_fd(eng, eng->roce.fd);
 }
 
 /* A deferral step of step ns from now.  Its end is the timeout of the
@@ -927,11 +957,131 @@ static int wait_step(struct srn_engine *eng, struct epoll_event *ev, int max, ui
 	return epoll_wait(eng->epfd, ev, max, (int)((left + 999999) / 1000000));
 }
 
+/* ---- port 4791 ------------------------------------------------------------ */
+
+/* Back-off between takeover tries while the holder cannot be watched,
+ * from 1 ms doubling to 1 s: it keeps no write end yet (it just won), or
+ * went between our bind and our watch (the next try wins), or is no
+ * softrnic engine of this kind (kernel Soft-RoCE, an older build): then
+ * the engine looks once a second. */
+enum { ROCE_RETRY_MIN_NS = 1000 * 1000, ROCE_RETRY_MAX_NS = 1000 * 1000 * 1000 };
+
+static int epoll_add(int epfd, int fd, uint32_t events);
+
+static void roce_retry_later(struct srn_engine *eng, uint64_t now)
+{
+	uint64_t delay = ROCE_RETRY_MAX_NS;
+
+	if (eng->roce_fails < 10)
+		delay = (uint64_t)ROCE_RETRY_MIN_NS << eng->roce_fails;
+	if (delay > ROCE_RETRY_MAX_NS)
+		delay = ROCE_RETRY_MAX_NS;
+	eng->roce_fails++;
+	/* the timeout of the engine's epoll wait: no descriptor for it */
+	eng->roce_retry_ns = now + delay;
+}
+
+/* After a try at 4791 (net_roce_port_begin first): keep a write end if we
+ * hold it, else watch its holder (or try again later).  Engine thread, or
+ * the starting thread before the engine thread runs. */
+static void roce_settle(struct srn_engine *eng)
+{
+	int fd;
+
+	if (srn_engine_holds_roce_port(eng)) {
+		net_roce_port_end(&eng->roce_port, true,
+				  eng->roce.fd >= 0 ? eng->roce.fd : eng->udp.fd);
+		eng->roce_fails = 0;
+		return;
+	}
+	fd = net_roce_port_end(&eng->roce_port, false, -1);
+	if (fd >= 0 && epoll_add(eng->epfd, fd, EPOLLIN) == 0)
+		return;
+	/* (a read end not watched stays open until the next try: an engine
+	 * keeps one descriptor for this whatever its state) */
+	roce_retry_later(eng, srn_now_ns());
+}
+
+/* Bind 4791 for this engine's address if it is free (engine thread). */
+static void roce_try(struct srn_engine *eng)
+{
+	struct net_udp u;
+
+	net_roce_port_begin(&eng->roce_port, eng->udp.local.family, eng->udp.local.ip);
+	if (!srn_engine_holds_roce_port(eng) &&
+	    net_udp_open_roce(&u, eng->udp.local.family, eng->udp.local.ip) == 0) {
+		if (epoll_add(eng->epfd, u.fd, EPOLLIN | EPOLLONESHOT)) {
+			net_udp_close(&u);
+		} else {
+			/* application threads receive from it under rx_lock */
+			pthread_mutex_lock(&eng->rx_lock);
+			eng->roce = u;
+			pthread_mutex_unlock(&eng->rx_lock);
+			atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_roce_port_taken], 1,
+						  memory_order_relaxed);
+			srn_dbg(eng, "took over UDP port %u (our own port: %u)",
+				SRN_ROCE_UDP_PORT, eng->udp.local.port);
+		}
+	}
+	if (!srn_engine_holds_roce_port(eng))
+		eng->roce_fail_ns = srn_now_ns();
+	roce_settle(eng);
+}
+
+/* The watched FIFO reported ev: a hang-up is the holder letting go. */
+static void roce_watch_event(struct srn_engine *eng, uint32_t ev)
+{
+	uint64_t now = srn_now_ns();
+
+	if (!(ev & (EPOLLHUP | EPOLLERR))) {
+		net_roce_port_drain(&eng->roce_port);
+		return;
+	}
+	/* (closed by the next try's net_roce_port_begin) */
+	epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->roce_port.fd, NULL);
+	/* A holder that went: try at once.  But a hang-up within a second
+	 * of a lost try backs off: the holder keeps no write end (the
+	 * hang-up came when our own closed), or engines trying together
+	 * keep waking each other with their passing write ends. */
+	if (now - eng->roce_fail_ns > ROCE_RETRY_MAX_NS) {
+		eng->roce_fails = 0;
+		roce_try(eng);
+	} else {
+		roce_retry_later(eng, now);
+	}
+}
+
+/* engine_main's wait: until the deferral step's end or the next takeover
+ * try, whichever is first (*step_end: the step's).  0: neither, no
+ * timeout. */
+static uint64_t wait_end(struct srn_engine *eng, const struct engine_defer *d, bool *step_end)
+{
+	uint64_t end = d->on ? d->since + d->step : 0;
+
+	*step_end = d->on;
+	if (__builtin_expect(eng->roce_retry_ns != 0, 0) && (!end || eng->roce_retry_ns < end)) {
+		end = eng->roce_retry_ns;
+		*step_end = false;
+	}
+	return end;
+}
+
+/* The takeover try due (engine thread). */
+static void roce_retry_due(struct srn_engine *eng)
+{
+	if (__builtin_expect(eng->roce_retry_ns != 0, 0) && srn_now_ns() >= eng->roce_retry_ns) {
+		eng->roce_retry_ns = 0;
+		roce_try(eng);
+	}
+}
+
 static void *engine_main(void *arg)
 {
 	struct srn_engine *eng = arg;
-	struct epoll_event ev[4];
+	struct epoll_event ev[8];
 	struct engine_defer defer = { 0 };
+	uint64_t end;
+	bool step_end;
 
 	/* SOFTRNIC_ENGINE_NICE=N: the engine does the NIC's work for peers
 	 * while local threads may spin on memory (ib_write_lat); a negative
@@ -953,16 +1103,18 @@ static void *engine_main(void *arg)
 		if (idle < 0)
 			continue;
 		timer_rearm(eng);
-		if (defer.on)
-			n = wait_step(eng, ev, 4, defer.since + defer.step);
+		end = wait_end(eng, &defer, &step_end);
+		if (end)
+			n = wait_step(eng, ev, 8, end);
 		else
-			n = epoll_wait(eng->epfd, ev, 4, -1);
+			n = epoll_wait(eng->epfd, ev, 8, -1);
 		atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_wakes], 1, memory_order_relaxed);
 		if (idle > 0) {
 			net_shm_inbox_set_sleeping(eng->inbox, false);
 			atomic_store(&eng->shm_asleep, false);
 		}
-		if (n == 0 && defer.on) {
+		roce_retry_due(eng);
+		if (n == 0 && step_end) {
 			/* the step is over (QP deadlines passed meanwhile
 			 * too, if the application stopped running them) */
 			srn_engine_run_qp_timers(eng, srn_now_ns());
@@ -983,8 +1135,12 @@ static void *engine_main(void *arg)
 				timer_fired(eng);
 				if (defer.on)
 					socket_ready(eng, &defer, false, false);
-			} else if (fd == eng->udp.fd) {
+			} else if (fd == eng->udp.fd ||
+				   (eng->roce.fd >= 0 && fd == eng->roce.fd)) {
 				socket_ready(eng, &defer, true, false);
+			} else if (!eng->roce_port.held && eng->roce_port.fd >= 0 &&
+				   fd == eng->roce_port.fd) {
+				roce_watch_event(eng, ev[i].events);
 			}
 		}
 	}
@@ -1001,6 +1157,9 @@ static void engine_free(struct srn_engine *eng)
 		close(eng->efd);
 	net_shm_inbox_destroy(eng->inbox);
 	net_udp_close(&eng->udp);
+	/* the sockets before the FIFO: an engine woken finds 4791 free */
+	net_udp_close(&eng->roce);
+	net_roce_port_close(&eng->roce_port);
 	net_registry_close(eng->reg);
 	pthread_mutex_destroy(&eng->rx_lock);
 	pthread_mutex_destroy(&eng->qps_lock);
@@ -1034,6 +1193,8 @@ int srn_engine_start(struct srn_context *ctx)
 	eng->ctx = ctx;
 	eng->epfd = eng->tfd = eng->efd = -1;
 	eng->udp.fd = -1;
+	eng->roce.fd = -1;
+	eng->roce_port.fd = -1;
 	eng->debug = log && !strcmp(log, "debug");
 	pthread_mutex_init(&eng->rx_lock, NULL);
 	pthread_mutex_init(&eng->qps_lock, NULL);
@@ -1070,6 +1231,9 @@ int srn_engine_start(struct srn_context *ctx)
 		family = AF_INET;
 		ip[0] = 127, ip[1] = 0, ip[2] = 0, ip[3] = 1;
 	}
+	/* a write end first (net/roce_port.h), for the case we do not get
+	 * 4791 and must watch its holder */
+	net_roce_port_begin(&eng->roce_port, family, ip);
 	ret = -net_udp_open(&eng->udp, family, ip);
 	if (ret)
 		goto fail;
@@ -1092,6 +1256,9 @@ int srn_engine_start(struct srn_context *ctx)
 		ret = errno;
 		goto fail;
 	}
+	/* 4791 went to the first engine on the address: it keeps the FIFO's
+	 * write end, the others watch for it to let go */
+	roce_settle(eng);
 	ret = pthread_create(&eng->thread, NULL, engine_main, eng);
 	if (ret)
 		goto fail;

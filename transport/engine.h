@@ -2,7 +2,9 @@
  * QPN registry mapping, the table of this context's QPs (by QPN) and the
  * engine thread, which sleeps in epoll_wait on the socket, a timerfd and a
  * stop eventfd: idle means 0% CPU (the timer is armed only while some QP
- * has work outstanding). */
+ * has work outstanding).  An engine that did not get port 4791 also
+ * watches for its holder to go (net/roce_port.h), and then takes the
+ * port over with a second socket. */
 #ifndef TRANSPORT_ENGINE_H
 #define TRANSPORT_ENGINE_H
 
@@ -12,6 +14,7 @@
 #include <stdint.h>
 
 #include "net/registry.h"
+#include "net/roce_port.h"
 #include "net/udp.h"
 #include "verbs/srn.h"
 
@@ -35,7 +38,7 @@
 	X(direct_vm)                                                       \
 	X(rx_forwarded)                                                    \
 	X(engine_wakes) X(engine_rx_batches) X(engine_defers) X(engine_takeovers) \
-	X(ack_held)
+	X(ack_held) X(roce_port_taken)
 
 enum srn_counter {
 #define SRN_CNT_ENUM(n) SRN_CNT_##n,
@@ -53,6 +56,15 @@ struct srn_engine {
 	struct srn_context *ctx;
 	struct net_udp udp;          /* the socket and our bound address */
 	struct net_registry *reg;    /* device-wide QPN -> port table */
+	/* Port 4791 taken over from an engine of this host that went
+	 * (net/roce_port.h): a second socket, received on like udp (what
+	 * we send leaves from udp).  fd -1 unless this engine took the port
+	 * over, as most never do; set under rx_lock by the engine thread. */
+	struct net_udp roce;
+	struct net_roce_port roce_port; /* we hold 4791 and say so, or watch its holder */
+	uint64_t roce_retry_ns;      /* next takeover try (engine thread), 0 = none */
+	uint64_t roce_fail_ns;       /* last takeover try that lost the bind */
+	unsigned int roce_fails;     /* tries in a row that could not watch the holder */
 	int epfd, tfd, efd;          /* epoll, timerfd, stop eventfd */
 	pthread_t thread;
 	bool thread_running;
@@ -95,6 +107,13 @@ struct srn_engine {
 };
 
 uint64_t srn_now_ns(void);
+
+/* True if eng receives what peers send to this host's port 4791: it bound
+ * it first, or took it over.  (rx_lock held, or the engine thread.) */
+static inline bool srn_engine_holds_roce_port(const struct srn_engine *eng)
+{
+	return eng->udp.local.port == SRN_ROCE_UDP_PORT || eng->roce.fd >= 0;
+}
 
 /* Make sure the engine wakes at or before at_ns and runs the QP timers
  * (completer_timer) then. */

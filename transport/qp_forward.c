@@ -8,7 +8,9 @@
  * goes through the owner's shared-memory inbox with its original source
  * and destination (port 4791 included), so the owner checks its ICRC
  * exactly as if the wire had brought it.  Only the 4791 engine forwards
- * and only to an engine on another port, so a packet moves at most once. */
+ * (the first on the address, or the one that took the port over when its
+ * holder went: net/roce_port.h) and only to an engine on another port
+ * than 4791 and its own, so a packet moves at most once. */
 #include "transport/qp_forward.h"
 
 #include "net/mode.h"
@@ -23,11 +25,14 @@ bool srn_qp_forward(struct srn_engine *eng, const struct net_udp_msg *m, uint32_
 	uint16_t port;
 	int family, ret;
 
-	if (eng->udp.local.port != SRN_ROCE_UDP_PORT || !net_shm_allowed() ||
+	if (!srn_engine_holds_roce_port(eng) || !net_shm_allowed() ||
 	    m->to.port != SRN_ROCE_UDP_PORT)
 		return false;
+	/* 4791 in the registry: a QP of the engine that held the port
+	 * before us (gone); our own port: a QP of ours just destroyed */
 	if (net_registry_lookup(eng->reg, dqpn, &port, &family) != 0 ||
-	    port == SRN_ROCE_UDP_PORT || family != m->from.family)
+	    port == SRN_ROCE_UDP_PORT || port == eng->udp.local.port ||
+	    family != m->from.family)
 		return false;
 	peer = net_shm_peer_get(eng->ctx->dev->ibdev.name, port);
 	if (!peer)
