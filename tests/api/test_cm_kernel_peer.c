@@ -465,8 +465,8 @@ int main(void)
 	T_OK(peer_send(&p, rq) == 0, "peer sends the captured-style REQ to 127.0.0.1:4791");
 	if (!expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev) && owner != (int)getpid() &&
 	    roce_port_owner() != owner)
-		/* another test's process held the port and exited meanwhile
-		 * (README: port 4791 does not move to another engine) */
+		/* another test's process held the port and exited meanwhile:
+		 * the port moved to another engine (README), maybe not ours */
 		t_skip("the owner of 127.0.0.1:4791, pid %d, went away during the test", owner);
 	T_OK(ev != NULL, "listener gets CONNECT_REQUEST through the engine that owns 4791");
 	if (!ev)
