@@ -29,7 +29,7 @@ static uint32_t window_pkts(const struct srn_rc_state *rc)
 
 	if (net_addr_is_local(rc->peer.family, rc->peer.ip) && rc->eng->udp.rcvbuf > 0)
 		bytes = (uint64_t)rc->eng->udp.rcvbuf / 4;
-	w = (uint32_t)(bytes / rc->pmtu);
+	w = (uint32_t)rc_pmtu_div(rc, bytes);
 	if (w > rc->win_pkts)
 		w = rc->win_pkts;
 	return w < RC_MIN_WINDOW_PKTS ? RC_MIN_WINDOW_PKTS : w;
@@ -86,16 +86,27 @@ static bool opcode_supported(enum ibv_wr_opcode op)
 	}
 }
 
-void requester_arm_retry(struct srn_rc_state *rc)
+/* *now: the time if read already on this path, else 0 (it is read here
+ * if needed and left there for the caller). */
+static void arm_retry(struct srn_rc_state *rc, uint64_t *now)
 {
 	if (rc->type != IBV_QPT_RC || rc->timeout_ns == 0 || rc->una_psn == rc->req_psn) {
 		rc->retry_at = 0;
 		return;
 	}
 	if (rc->retry_at == 0) {
-		rc->retry_at = srn_now_ns() + rc->timeout_ns;
+		if (!*now)
+			*now = srn_now_ns();
+		rc->retry_at = *now + rc->timeout_ns;
 		srn_engine_arm(rc->eng, rc->retry_at);
 	}
+}
+
+void requester_arm_retry(struct srn_rc_state *rc)
+{
+	uint64_t now = 0;
+
+	arm_retry(rc, &now);
 }
 
 /* Bytes per READ request: at most half the window, so responses to two
@@ -124,12 +135,12 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 	struct iovec pay[SRN_MAX_SGE];
 	struct wire_pkt h;
 	uint32_t npkts = rc_wqe_npkts(rc, w);
-	uint32_t idx = (uint32_t)(w->sent / rc->pmtu);
+	uint32_t idx = (uint32_t)rc_pmtu_div(rc, w->sent);
 	uint32_t psn = wire_psn_add(w->first_psn, idx);
 	uint32_t len = 0, adv = 1;
 	int npay = 0, ret;
 
-	memset(&h, 0, sizeof(h));
+	wire_pkt_clear(&h);
 	h.psn = psn;
 	if (w->opcode == IBV_WR_RDMA_READ) {
 		uint64_t left = w->length - w->sent;
@@ -208,19 +219,21 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 	}
 }
 
-static void requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
+/* Returns true when the caller is to (re)arm the retransmission timer
+ * (requester_arm_retry): the run went to its end. */
+static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 {
 	struct srn_qp *qp = rc->qp;
 	uint32_t win;
 
 	if (rc->type == IBV_QPT_UD) {
 		ud_requester_run(rc);
-		return;
+		return false;
 	}
 	if (!rc->path_ok || rc->rnr_wait || rc->resume_at)
-		return;
+		return false;
 	if (rc_state(rc) != IBV_QPS_RTS)
-		return;
+		return false;
 	win = window_pkts(rc);
 
 	while (qp->sq.next != qp->sq.tail) {
@@ -254,7 +267,7 @@ static void requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 				if (qp->sq.head != qp->sq.next)
 					break;
 				completer_fail(rc, IBV_WC_LOC_QP_OP_ERR);
-				return;
+				return false;
 			}
 			if ((w->send_flags & IBV_SEND_FENCE) && rc->rd_out > 0)
 				break;
@@ -293,7 +306,7 @@ static void requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 			w->state |= WQE_LOC_ERR;
 			if (qp->sq.head == qp->sq.next) {
 				completer_fail(rc, IBV_WC_LOC_PROT_ERR);
-				return;
+				return false;
 			}
 			break;
 		}
@@ -317,7 +330,7 @@ static void requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 		rc_tx_batch_flush();
 		completer_retire_sent(rc);
 	}
-	requester_arm_retry(rc);
+	return true;
 }
 
 /* The same-host fast path: WQEs a same-host target takes in memory are
@@ -368,19 +381,24 @@ static bool requester_direct_run(struct srn_rc_state *rc, bool *tried)
  * its own just before the application's reply, which carries it free. */
 void requester_run(struct srn_rc_state *rc)
 {
-	uint64_t sent;
-	bool tried;
+	uint64_t sent, now = 0;
+	bool tried, arm;
 
 	if (requester_direct_run(rc, &tried))
 		return;
 	sent = atomic_load_explicit(&rc->cnt[SRN_CNT_tx_packets], memory_order_relaxed);
 	rc_tx_batch_begin();
-	requester_run_locked(rc, tried);
+	arm = requester_run_locked(rc, tried);
+	/* one clock read for both the send's time stamp and the retry
+	 * deadline (the ACK below moves neither PSN the timer looks at) */
 	if (atomic_load_explicit(&rc->cnt[SRN_CNT_tx_packets], memory_order_relaxed) != sent) {
-		rc->req_tx_ns = srn_now_ns();
+		now = srn_now_ns();
+		rc->req_tx_ns = now;
 		if (rc->ack_pending && rc->type == IBV_QPT_RC)
 			responder_ack_flush(rc);
 	}
+	if (arm)
+		arm_retry(rc, &now);
 	rc_tx_batch_end();
 }
 

@@ -51,7 +51,7 @@ static void send_aeth(struct srn_rc_state *rc, uint32_t psn, uint8_t syndrome)
 {
 	struct wire_pkt h;
 
-	memset(&h, 0, sizeof(h));
+	wire_pkt_clear(&h);
 	h.opcode = WIRE_RC | WIRE_ACK;
 	h.psn = psn;
 	h.syndrome = syndrome;
@@ -97,6 +97,20 @@ struct ack_list {
 };
 
 static __thread struct ack_list acks;
+/* &acks, kept where it costs one load: the list is too big for the
+ * initial-exec TLS model in a library that may be dlopen()ed, and under
+ * the default model every use is a __tls_get_addr call (the compiler
+ * repeats it after each call it makes). */
+static __thread struct ack_list *acks_here __attribute__((tls_model("initial-exec")));
+
+static struct ack_list *ack_list(void)
+{
+	struct ack_list *al = acks_here;
+
+	if (__builtin_expect(!al, 0))
+		al = acks_here = &acks;
+	return al;
+}
 
 static bool on_engine_thread(const struct srn_engine *eng)
 {
@@ -135,24 +149,40 @@ void responder_ack_owed(struct srn_rc_state *rc)
 static void ack_later(struct srn_rc_state *rc, uint32_t psn)
 {
 	if (!rc->ack_pending) {
-		if (rc->shm_peer || acks.n == RESP_ACK_LIST) {
+		struct ack_list *al = ack_list();
+
+		if (rc->shm_peer || al->n == RESP_ACK_LIST) {
 			rc->ack_pending = true;
 			rc->ack_psn = psn;
 			responder_ack_flush(rc);
 			return;
 		}
-		acks.e[acks.n].eng = rc->eng;
-		acks.e[acks.n].qpn = rc->qpn;
-		acks.e[acks.n].gen = acks.gen;
-		acks.n++;
+		al->e[al->n].eng = rc->eng;
+		al->e[al->n].qpn = rc->qpn;
+		al->e[al->n].gen = al->gen;
+		al->n++;
 		rc->ack_pending = true;
 		rc->ack_first = psn;
-		rc->ack_due = srn_now_ns() + RESP_ACK_DEFER_NS;
-		/* The safety net, for application threads (the engine thread
-		 * always ends its batch in responder_rx_batch_end); a no-op
-		 * while an earlier deadline is armed. */
-		if (!on_engine_thread(rc->eng))
+		if (on_engine_thread(rc->eng)) {
+			rc->ack_due = srn_now_ns() + RESP_ACK_DEFER_NS;
+		} else {
+			/* An application thread receives only in
+			 * srn_transport_progress, which stamped app_poll_ns
+			 * with its clock read just before: a deadline from
+			 * there is at most as late as one from a clock read
+			 * here (which costs as much as the rest of this
+			 * function), and one that passes early only sends
+			 * the ACK on its own. */
+			uint64_t t = atomic_load_explicit(&rc->eng->app_poll_ns,
+							  memory_order_relaxed);
+
+			rc->ack_due = (t ? t : srn_now_ns()) + RESP_ACK_DEFER_NS;
+			/* The safety net, for application threads (the engine
+			 * thread always ends its batch in
+			 * responder_rx_batch_end); a no-op while an earlier
+			 * deadline is armed. */
 			srn_engine_arm(rc->eng, rc->ack_due);
+		}
 	}
 	rc->ack_psn = psn;
 	if (wire_psn_diff(psn, rc->ack_first) + 1 >= RESP_ACK_COALESCE_PKTS)
@@ -165,22 +195,23 @@ static void ack_later(struct srn_rc_state *rc, uint32_t psn)
  * go (their timer sends the ACK). */
 void responder_rx_batch_end(struct srn_engine *eng)
 {
+	struct ack_list *al = ack_list();
 	bool all = on_engine_thread(eng);
 	int keep = 0;
 
-	for (int i = 0; i < acks.n; i++) {
+	for (int i = 0; i < al->n; i++) {
 		struct srn_rc_state *rc;
 
-		if (acks.e[i].eng != eng) {
-			if (acks.gen - acks.e[i].gen < 4)
-				acks.e[keep++] = acks.e[i];
+		if (al->e[i].eng != eng) {
+			if (al->gen - al->e[i].gen < 4)
+				al->e[keep++] = al->e[i];
 			continue;
 		}
-		if (!all && acks.e[i].gen == acks.gen) {
-			acks.e[keep++] = acks.e[i];
+		if (!all && al->e[i].gen == al->gen) {
+			al->e[keep++] = al->e[i];
 			continue;
 		}
-		rc = srn_engine_get_qp(eng, acks.e[i].qpn);
+		rc = srn_engine_get_qp(eng, al->e[i].qpn);
 		if (!rc)
 			continue;
 		pthread_mutex_lock(&rc->qp->lock);
@@ -191,8 +222,8 @@ void responder_rx_batch_end(struct srn_engine *eng)
 		pthread_mutex_unlock(&rc->qp->lock);
 		srn_engine_put_qp(rc);
 	}
-	acks.n = keep;
-	acks.gen++;
+	al->n = keep;
+	al->gen++;
 }
 
 uint64_t responder_ack_timer(struct srn_rc_state *rc, uint64_t now)
@@ -232,7 +263,7 @@ static void send_read_resp(struct srn_rc_state *rc, uint32_t psn, const uint8_t 
 		struct iovec iov = { .iov_base = l ? (void *)(src + off) : NULL, .iov_len = l };
 		struct wire_pkt h;
 
-		memset(&h, 0, sizeof(h));
+		wire_pkt_clear(&h);
 		if (n == 1)
 			h.opcode = WIRE_READ_RESP_ONLY;
 		else if (k == 0)
@@ -254,7 +285,7 @@ static void send_atomic_ack(struct srn_rc_state *rc, uint32_t psn, uint64_t orig
 {
 	struct wire_pkt h;
 
-	memset(&h, 0, sizeof(h));
+	wire_pkt_clear(&h);
 	h.opcode = WIRE_ATOMIC_ACK;
 	h.psn = psn;
 	h.syndrome = WIRE_AETH_ACK | 0x1f;
@@ -638,8 +669,16 @@ static enum resp_state resp_step(struct srn_rc_state *rc, struct resp_pkt *p,
 
 void responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 {
-	struct resp_pkt p = { .pkt = pkt, .caps = wire_opcodes[pkt->opcode].caps };
+	/* not `= { ... }`: that zeroes iov[] too (~0.5 KiB of `rep stos` per
+	 * packet); iov is only read up to niov */
+	struct resp_pkt p;
 	enum resp_state s = RS_CHECK_QP;
+
+	p.pkt = pkt;
+	p.caps = wire_opcodes[pkt->opcode].caps;
+	p.rwqe = NULL;
+	p.niov = 0;
+	p.target = NULL;
 
 	while (s != RS_DONE) {
 		enum resp_state n = resp_step(rc, &p, s);

@@ -16,7 +16,7 @@ uint32_t rc_wqe_npkts(const struct srn_rc_state *rc, const struct srn_send_wqe *
 {
 	if (rc_is_atomic(w))
 		return 1;
-	return rc_div_up(w->length, rc->pmtu);
+	return rc_pmtu_div_up(rc, w->length);
 }
 
 int rc_sge_map(struct srn_rc_state *rc, struct srn_pd *pd,
@@ -80,6 +80,7 @@ struct tx_batch {
 	int nseg, niov;              /* in all groups */
 	int ngrp;
 	bool grp_closed;             /* the last group ended with a short packet */
+	bool faults;                 /* net_udp_faults(), fixed for the process */
 	uint32_t grp_bytes;          /* in the last group */
 	uint64_t cnt_pkts, cnt_bytes; /* eng's tx counters, added at the flush */
 	struct net_udp_gso grp[TXB_MAX_GROUPS];
@@ -89,7 +90,11 @@ struct tx_batch {
 	uint8_t tail[TXB_MAX_SEGS][TXB_TAIL];
 };
 
-static __thread struct tx_batch *txb;
+/* initial-exec: an offset from the thread pointer, where the default
+ * model for a shared library calls __tls_get_addr at every use (a few
+ * per packet).  One pointer: fits the static TLS room glibc keeps for a
+ * library that is dlopen()ed. */
+static __thread struct tx_batch *txb __attribute__((tls_model("initial-exec")));
 
 /* Each thread's batch is freed when the thread exits: the key's
  * destructor gets the pointer registered with pthread_setspecific. */
@@ -152,6 +157,7 @@ void rc_tx_batch_begin(void)
 		txb = calloc(1, sizeof(*txb));
 		if (!txb)
 			return;
+		txb->faults = net_udp_faults();
 		if (txb_key_ok)
 			pthread_setspecific(txb_key, txb);
 	}
@@ -227,7 +233,7 @@ static int txb_add(struct srn_rc_state *rc, const struct iovec *iov, int n,
 	/* ICRC over header + payload + pad, with this packet's index in its
 	 * send as IPv4 ID (0 when the batch will go packet by packet: see
 	 * net_udp_send_gso) */
-	l3.ip_id = b->eng->udp.gso_off || net_udp_faults() ? 0 : (uint16_t)g->nseg;
+	l3.ip_id = b->eng->udp.gso_off || b->faults ? 0 : (uint16_t)g->nseg;
 	icrc = wire_icrc(&l3, &b->iov[b->seg_iov[k]], b->niov - b->seg_iov[k] +
 			 (tlen > WIRE_ICRC_LEN ? 1 : 0));
 	tail[tlen - 4] = (uint8_t)icrc;

