@@ -340,6 +340,8 @@ void completer_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 	if (rc_state(rc) == IBV_QPS_RTS) {
 		requester_run(rc);
 		requester_arm_retry(rc);
+	} else {
+		requester_win_sync(rc); /* (requester_run does it in RTS) */
 	}
 }
 
@@ -376,6 +378,8 @@ static uint64_t requester_timers(struct srn_rc_state *rc, uint64_t now)
 		rc->retry_at = 0;
 		if (rc->una_psn != rc->req_psn) {
 			rc_count(rc, SRN_CNT_req_timeouts);
+			srn_dbg(rc->eng, "qp %u: ACK timeout, resending from psn %u (next new %u)",
+				rc->qpn, rc->una_psn, rc->req_psn);
 			if (rc->retry_left == 0) {
 				completer_fail(rc, IBV_WC_RETRY_EXC_ERR);
 				return 0;

@@ -416,6 +416,9 @@ int srn_engine_rx_batch(struct srn_engine *eng)
 /* The engine whose batch-end ACKs this thread still owes (a full batch
  * skipped them: more packets were waiting). */
 static __thread struct srn_engine *rx_acks_owed;
+/* full batches in a row whose ACKs were left to the next batch */
+static __thread unsigned int rx_full_run;
+enum { ENGINE_ACK_SKIP_MAX = 4 };
 
 void srn_engine_rx_done(struct srn_engine *eng)
 {
@@ -471,10 +474,14 @@ static int rx_sock(struct srn_engine *eng, int vlen)
 			n = ENGINE_SOCK_BATCH;
 	}
 	rx_end(eng, &h);
-	/* ACKs held back in the batch; after a full one, with the next */
-	if (full) {
+	/* ACKs held back in the batch; after a full one, with the next, but
+	 * not for ever: under a stream that keeps every batch full, a QP
+	 * whose last packets are in it waits for its ACK (one stopped by the
+	 * shared window, requester.c, would wait for its ACK timeout). */
+	if (full && ++rx_full_run < ENGINE_ACK_SKIP_MAX) {
 		rx_acks_owed = eng;
 	} else {
+		rx_full_run = 0;
 		rx_acks_owed = NULL;
 		responder_rx_batch_end(eng);
 	}

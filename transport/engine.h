@@ -103,6 +103,11 @@ struct srn_engine {
 	atomic_bool shm_asleep;
 
 	bool debug;                  /* SOFTRNIC_LOG=debug */
+	/* Unacknowledged packets in flight from all this engine's RC QPs,
+	 * to peers on this host [0] and elsewhere [1]: the requesters'
+	 * shared window (requester.c, "Shared window"). */
+	atomic_int win_inflight[2];
+	atomic_int win_active[2];    /* QPs with packets in flight there */
 	_Atomic uint64_t cnt[SRN_CNT_MAX];
 };
 

@@ -102,6 +102,7 @@ void rc_qp_error(struct srn_rc_state *rc, int ev_type)
 	qp->a.attr.cur_qp_state = IBV_QPS_ERR;
 	qp->ex.qp_base.state = IBV_QPS_ERR;
 	rc->errored = true;
+	requester_win_sync(rc); /* what it had in flight is given up */
 	direct_publish(rc); /* same-host peers stop executing on it */
 	rc_flush_sq(rc);
 	rc_flush_rq(rc);

@@ -81,6 +81,7 @@ void srn_transport_qp_destroy(struct srn_qp *qp)
 	direct_unpublish(rc);
 	srn_engine_del_qp(rc->eng, rc);
 	rc->dead = true;
+	requester_win_sync(rc); /* dead: its share of the window goes back */
 	/* A receiver or the timer may hold rc and be waiting for qp->lock:
 	 * let it in, it sees dead and leaves. */
 	while (atomic_load(&rc->inflight) > 0) {
@@ -216,6 +217,8 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 	if (!rc)
 		return;
 	responder_ack_owed(rc); /* held back (responder.c): send it now */
+	/* (RESET and ERR: nothing in flight any more; a new SQ PSN below) */
+	requester_win_sync(rc);
 	if (now == IBV_QPS_RESET) {
 		direct_qp_forget(rc);
 		reset_state(rc);
@@ -235,8 +238,10 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 		rc->in_msg = RC_MSG_NONE;
 		rc->msg_off = 0;
 	}
-	if (mask & IBV_QP_SQ_PSN)
+	if (mask & IBV_QP_SQ_PSN) {
 		rc->req_psn = rc->una_psn = qp->a.attr.sq_psn & WIRE_PSN_MASK;
+		requester_win_sync(rc);
+	}
 	if (rc->type != IBV_QPT_UD && (mask & (IBV_QP_AV | IBV_QP_DEST_QPN) ||
 					(now == IBV_QPS_RTR && old == IBV_QPS_INIT)))
 		rc_resolve_path(rc);

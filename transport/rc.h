@@ -52,6 +52,10 @@ struct srn_rc_state {
 	struct srn_qp *qp;
 	struct srn_engine *eng;
 	uint32_t qpn;
+	/* our share of eng->win_inflight[win_pool] (requester_win_sync);
+	 * kept across reset_state, which must not forget what it counted */
+	int32_t win_counted;
+	uint8_t win_pool;
 	atomic_int inflight;         /* receivers/timer holding a pointer */
 	bool dead;                   /* being destroyed: touch nothing */
 	enum ibv_qp_type type;       /* RC, UC or UD: picks the engines */
@@ -223,6 +227,11 @@ void rc_resolve_path(struct srn_rc_state *rc);
 void requester_run(struct srn_rc_state *rc);
 void requester_rewind(struct srn_rc_state *rc, uint32_t psn);
 void requester_arm_retry(struct srn_rc_state *rc);
+/* requester.c: bring the QP's share of the engine's shared window up to
+ * date (its packets in flight; none unless RC in RTS/SQD with a path).
+ * Called after anything that moves req_psn or una_psn, and before the QP
+ * is reset or freed (QP lock held). */
+void requester_win_sync(struct srn_rc_state *rc);
 /* requester.c: at the end of an engine-thread receive batch, keep qp's
  * held-back ACK for the application's answer (it then goes in the same
  * GSO send; QP lock held)?  True: held, and a short deadline armed. */

@@ -15,24 +15,109 @@
 
 enum { RESUME_DELAY_NS = 50 * 1000 };
 
-/* The window in packets: at most rc->win_pkts, and small enough that what
- * is in flight always fits the receiver's socket buffer, so the receive
+/* What may be in flight toward the peer's socket, in packets: small
+ * enough that it always fits the receiver's socket buffer, so the receive
  * queue never overruns (a drop costs a go-back-N of the whole window).
  * A peer on this host opened its socket like ours, so it has the buffer
  * ours has: a quarter of the reported size (which is twice what Linux
  * accounts), leaving room for per-packet overhead and other senders.  A
- * remote peer's buffer is unknown: stay conservative. */
-static uint32_t window_pkts(const struct srn_rc_state *rc)
+ * remote peer's buffer is unknown: stay conservative.  *pool: which of
+ * the engine's shared windows the peer's packets count in. */
+static uint32_t peer_window_pkts(const struct srn_rc_state *rc, uint8_t *pool)
 {
 	uint64_t bytes = RC_REMOTE_WINDOW_BYTES;
 	uint32_t w;
 
-	if (net_addr_is_local(rc->peer.family, rc->peer.ip) && rc->eng->udp.rcvbuf > 0)
-		bytes = (uint64_t)rc->eng->udp.rcvbuf / 4;
+	*pool = 1;
+	if (net_addr_is_local(rc->peer.family, rc->peer.ip)) {
+		*pool = 0;
+		if (rc->eng->udp.rcvbuf > 0)
+			bytes = (uint64_t)rc->eng->udp.rcvbuf / 4;
+	}
 	w = (uint32_t)rc_pmtu_div(rc, bytes);
-	if (w > rc->win_pkts)
-		w = rc->win_pkts;
 	return w < RC_MIN_WINDOW_PKTS ? RC_MIN_WINDOW_PKTS : w;
+}
+
+/* The QP's own window: the peer's, and at most rc->win_pkts. */
+static uint32_t window_pkts(const struct srn_rc_state *rc, uint32_t peer_win)
+{
+	return peer_win < rc->win_pkts ? peer_win : rc->win_pkts < RC_MIN_WINDOW_PKTS ?
+	       RC_MIN_WINDOW_PKTS : rc->win_pkts;
+}
+
+/* ---- Shared window -------------------------------------------------------
+ * The peer's socket is shared by all QPs sending to it, and each QP's
+ * window alone fills it: ib_write_bw -q 8 -s 1 MiB overran it and lost
+ * half its rate to go-back-N retransmissions and ACK timeouts.  So the
+ * packets in flight from all of an engine's RC QPs together also stay
+ * within the peer's window (counted per class, peers on this host and
+ * elsewhere, in eng->win_inflight; each QP adds its own count at the end
+ * of every requester run and completer pass, requester_win_sync).  A QP
+ * with fewer than RC_MIN_WINDOW_PKTS in flight may always send, so none
+ * starves.  A QP stopped by the shared window has at least that many in
+ * flight, one of which asked for an ACK (ackreq_every), so an ACK is on
+ * its way to reopen the window, even in the middle of a long message. */
+static int32_t win_now(const struct srn_rc_state *rc)
+{
+	enum ibv_qp_state st;
+	int32_t d;
+
+	if (rc->type != IBV_QPT_RC || rc->dead || !rc->path_ok || rc->shm_peer)
+		return 0;
+	st = rc_state(rc);
+	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
+		return 0;
+	d = wire_psn_diff(rc->req_psn, rc->una_psn);
+	return d > 0 ? d : 0;
+}
+
+static void win_add(struct srn_rc_state *rc, int32_t delta)
+{
+	int32_t had = rc->win_counted;
+
+	if (!delta)
+		return;
+	atomic_fetch_add_explicit(&rc->eng->win_inflight[rc->win_pool], delta,
+				  memory_order_relaxed);
+	rc->win_counted += delta;
+	if (!had != !rc->win_counted)
+		atomic_fetch_add_explicit(&rc->eng->win_active[rc->win_pool], had ? -1 : 1,
+					  memory_order_relaxed);
+}
+
+void requester_win_sync(struct srn_rc_state *rc)
+{
+	win_add(rc, win_now(rc) - rc->win_counted);
+}
+
+/* The QP's peer moved between the classes: its count moves along. */
+static void win_pool_set(struct srn_rc_state *rc, uint8_t pool)
+{
+	int32_t had = rc->win_counted;
+
+	if (pool == rc->win_pool)
+		return;
+	win_add(rc, -had);
+	rc->win_pool = pool;
+	win_add(rc, had);
+}
+
+/* May the QP send `more` packets with `own` in flight?  Not when that
+ * would overfill the shared window, nor past twice its fair share of it
+ * (one QP could otherwise hold it all while the others trickle).  *last:
+ * this one fills the window, so it must ask for an ACK. */
+static bool win_shared_room(const struct srn_rc_state *rc, int32_t own, int32_t more,
+			    int32_t peer_win, bool *last)
+{
+	const struct srn_engine *eng = rc->eng;
+	int32_t after = atomic_load_explicit(&eng->win_inflight[rc->win_pool],
+					     memory_order_relaxed) - rc->win_counted + own + more;
+	int32_t active = atomic_load_explicit(&eng->win_active[rc->win_pool],
+					      memory_order_relaxed) + (rc->win_counted ? 0 : 1);
+	int32_t fair = active > 1 ? 2 * peer_win / active : peer_win;
+
+	*last = after >= peer_win || own + more >= fair;
+	return own < RC_MIN_WINDOW_PKTS || (after <= peer_win && own + more <= fair);
 }
 
 static uint8_t req_opcode(const struct srn_send_wqe *w, bool first, bool last)
@@ -119,10 +204,16 @@ static uint64_t read_chunk(const struct srn_rc_state *rc, uint32_t win)
 }
 
 /* AckReq in a long message every quarter window: the window reopens in
- * steps while the sender keeps streaming. */
+ * steps while the sender keeps streaming.  And at least every
+ * RC_MIN_WINDOW_PKTS: a QP the shared window stops has that many in
+ * flight, so one of them asked for an ACK, which will reopen it (the
+ * responder coalesces what is asked: this costs no ACK packets). */
 static uint32_t ackreq_every(const struct srn_rc_state *rc, uint32_t win)
 {
 	uint32_t q = win / 4 ? win / 4 : 1;
+
+	if (q > RC_MIN_WINDOW_PKTS)
+		q = RC_MIN_WINDOW_PKTS;
 
 	return rc->ackreq_every && rc->ackreq_every < q ? rc->ackreq_every : q;
 }
@@ -130,7 +221,8 @@ static uint32_t ackreq_every(const struct srn_rc_state *rc, uint32_t win)
 /* Build and send the next packet of w (at byte offset w->sent).
  * Returns 0 and advances on success; -EAGAIN; -EFAULT on a local
  * protection error (bad lkey / bounds). */
-static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t win)
+static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t win,
+		    bool ask_ack)
 {
 	struct iovec pay[SRN_MAX_SGE];
 	struct wire_pkt h;
@@ -206,7 +298,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 		h.se = last && (w->send_flags & IBV_SEND_SOLICITED);
 		/* UC has no acknowledgements to ask for */
 		h.ackreq = rc->type == IBV_QPT_RC &&
-			   (last || rc->since_ackreq + 1 >= ackreq_every(rc, win));
+			   (last || ask_ack || rc->since_ackreq + 1 >= ackreq_every(rc, win));
 		ret = rc_tx(rc, &h, pay, npay, len);
 		if (ret)
 			return ret;
@@ -224,7 +316,9 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 {
 	struct srn_qp *qp = rc->qp;
-	uint32_t win;
+	bool shared = rc->type == IBV_QPT_RC;
+	uint32_t win, peer_win;
+	uint8_t pool;
 
 	if (rc->type == IBV_QPT_UD) {
 		ud_requester_run(rc);
@@ -234,10 +328,15 @@ static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 		return false;
 	if (rc_state(rc) != IBV_QPS_RTS)
 		return false;
-	win = window_pkts(rc);
+	peer_win = peer_window_pkts(rc, &pool);
+	win = window_pkts(rc, peer_win);
+	if (shared)
+		win_pool_set(rc, pool);
 
 	while (qp->sq.next != qp->sq.tail) {
 		struct srn_send_wqe *w = rc_sq(qp, qp->sq.next);
+		int32_t own, more;
+		bool ask_ack;
 		int ret;
 
 		if (w->state & WQE_LOC_ERR)
@@ -281,20 +380,25 @@ static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 				rc->rd_out++;
 		}
 		/* window: unacknowledged packets in flight */
-		if (wire_psn_diff(rc->req_psn, rc->una_psn) >= (int32_t)win)
+		own = wire_psn_diff(rc->req_psn, rc->una_psn);
+		if (own >= (int32_t)win)
 			break;
-		if (w->opcode == IBV_WR_RDMA_READ && rc->req_psn != rc->una_psn) {
+		more = 1;
+		if (w->opcode == IBV_WR_RDMA_READ) {
 			uint64_t chunk = read_chunk(rc, win);
-			uint32_t adv = rc_div_up(w->length - w->sent < chunk ?
-						 w->length - w->sent : chunk, rc->pmtu);
 
-			if (wire_psn_diff(rc->req_psn, rc->una_psn) + (int32_t)adv >
-			    (int32_t)win)
+			more = (int32_t)rc_div_up(w->length - w->sent < chunk ?
+						  w->length - w->sent : chunk, rc->pmtu);
+			if (own > 0 && own + more > (int32_t)win)
 				break;
 		}
+		/* shared window (see above) */
+		ask_ack = false;
+		if (shared && !win_shared_room(rc, own, more, (int32_t)peer_win, &ask_ack))
+			break;
 		if (rc->type == IBV_QPT_UC && uc_paced(rc))
 			break;
-		ret = send_one(rc, w, win);
+		ret = send_one(rc, w, win, ask_ack);
 		if (ret == -EAGAIN) {
 			rc->resume_at = srn_now_ns() + RESUME_DELAY_NS;
 			srn_engine_arm(rc->eng, rc->resume_at);
@@ -389,6 +493,7 @@ void requester_run(struct srn_rc_state *rc)
 	sent = atomic_load_explicit(&rc->cnt[SRN_CNT_tx_packets], memory_order_relaxed);
 	rc_tx_batch_begin();
 	arm = requester_run_locked(rc, tried);
+	requester_win_sync(rc);
 	/* one clock read for both the send's time stamp and the retry
 	 * deadline (the ACK below moves neither PSN the timer looks at) */
 	if (atomic_load_explicit(&rc->cnt[SRN_CNT_tx_packets], memory_order_relaxed) != sent) {
