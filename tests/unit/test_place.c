@@ -7,9 +7,14 @@
  *    glibc's AVX-512 memcpy of 64 bytes stores them twice and loses the
  *    poller's value now and then (it made riostream stall; this check
  *    failed 2 runs in 3 here with memcpy in place of srn_place).
+ *  - a watcher thread reads a 2- and a 4-byte value while they are placed
+ *    over and over with values that differ in every byte: it must never
+ *    see a mix of old and new bytes (byte-by-byte stores let
+ *    test_direct_path's polling target echo values nobody wrote).
  * Bounded: ROUNDS placements, each wait at most a second. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -68,6 +73,59 @@ static void sizes(void)
 		       "(%d wrong)", bad);
 }
 
+/* Small placements land whole: WATCH_ROUNDS placements of a value of
+ * width w alternating between two that differ in every byte; the watcher
+ * counts reads that are neither. */
+enum { WATCH_ROUNDS = 2000000 };
+
+static union {
+	uint16_t h;
+	uint32_t w;
+	uint8_t line[64];              /* (srn_place may store up to 8 bytes) */
+} watched __attribute__((aligned(64)));
+static _Atomic int watch_on;
+static _Atomic long watch_reads;
+
+static void *watcher(void *arg)
+{
+	long torn = 0, reads = 0;
+	int w = *(int *)arg;
+
+	while (!atomic_load(&watch_on))
+		;
+	while (atomic_load_explicit(&watch_on, memory_order_relaxed) == 1) {
+		uint32_t v = w == 2 ? ((volatile uint16_t *)&watched.h)[0] :
+				      ((volatile uint32_t *)&watched.w)[0];
+
+		torn += w == 2 ? v != 0x00ff && v != 0xff00 : v != 0x00ff00ffu && v != 0xff00ff00u;
+		reads++;
+	}
+	atomic_store(&watch_reads, reads);
+	return (void *)torn;
+}
+
+static void small_whole(int w)
+{
+	uint32_t vals[2] = { w == 2 ? 0x00ffu : 0x00ff00ffu, w == 2 ? 0xff00u : 0xff00ff00u };
+	void *torn = NULL;
+	pthread_t t;
+
+	memset(&watched, 0, sizeof(watched));
+	if (w == 2)
+		watched.h = (uint16_t)vals[0];
+	else
+		watched.w = vals[0];
+	atomic_store(&watch_on, 0);
+	T_ASSERT(!pthread_create(&t, NULL, watcher, &w), "watcher thread");
+	atomic_store(&watch_on, 1);
+	for (int r = 0; r < WATCH_ROUNDS; r++)
+		srn_place(watched.line, &vals[(r + 1) & 1], (size_t)w);
+	atomic_store(&watch_on, 2);
+	pthread_join(t, &torn);
+	T_OK(torn == NULL, "%d-byte placements land whole: %ld of %ld reads saw a mix", w,
+	     (long)(intptr_t)torn, atomic_load(&watch_reads));
+}
+
 int main(void)
 {
 	uint8_t buf[LEN];
@@ -76,6 +134,8 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IONBF, 0);
 	sizes();
+	small_whole(2);
+	small_whole(4);
 	memset(region, 0, sizeof(region));
 	T_ASSERT(!pthread_create(&t, NULL, poller, NULL), "poller thread");
 	for (r = 0; r < ROUNDS; r++) {
