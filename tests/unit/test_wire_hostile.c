@@ -102,7 +102,8 @@ static void send_pkt(uint16_t port, struct wire_pkt *h, const void *pay, uint32_
 	hl = wire_encode_hdrs(pkt, h);
 	if (hl < 0)
 		t_bail("encode opcode %#x", h->opcode);
-	memcpy(pkt + hl, pay, plen);
+	if (plen)
+		memcpy(pkt + hl, pay, plen); /* (pay may be NULL then) */
 	len = (size_t)hl + plen;
 	memset(pkt + len, 0, h->padcnt);
 	len += h->padcnt;
