@@ -103,7 +103,7 @@ static bool pending_rd_psn(struct srn_rc_state *rc, uint32_t *psn)
 			break;
 		if (rc_is_rd_atomic(w) && !(w->state & WQE_DONE)) {
 			uint32_t off = i == qp->sq.head && !rc_is_atomic(w) ?
-				       (uint32_t)(rc->resp_off / rc->pmtu) : 0;
+				       (uint32_t)rc_pmtu_div(rc, rc->resp_off) : 0;
 
 			*psn = wire_psn_add(w->first_psn, off);
 			return true;

@@ -424,6 +424,7 @@ void srn_engine_rx_done(struct srn_engine *eng)
 {
 	if (rx_acks_owed == eng) {
 		rx_acks_owed = NULL;
+		rx_full_run = 0; /* (the run of skipped flushes ends here too) */
 		responder_rx_batch_end(eng);
 	}
 }

@@ -167,12 +167,8 @@ static inline bool rc_is_atomic(const struct srn_send_wqe *w)
 	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
-static inline uint32_t rc_div_up(uint64_t a, uint64_t b)
-{
-	return a == 0 ? 1 : (uint32_t)((a + b - 1) / b);
-}
-
-/* a / pmtu and ceil(a / pmtu) (at least 1, like rc_div_up): the path MTU
+/* a / pmtu and ceil(a / pmtu) (at least 1: a zero-length message is one
+ * packet): the path MTU
  * is a power of two (128 << n), so a shift; a division costs ~20 cycles
  * and the send path used to make four per packet. */
 static inline uint64_t rc_pmtu_div(const struct srn_rc_state *rc, uint64_t a)

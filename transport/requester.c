@@ -41,8 +41,9 @@ static uint32_t peer_window_pkts(const struct srn_rc_state *rc, uint8_t *pool)
 /* The QP's own window: the peer's, and at most rc->win_pkts. */
 static uint32_t window_pkts(const struct srn_rc_state *rc, uint32_t peer_win)
 {
-	return peer_win < rc->win_pkts ? peer_win : rc->win_pkts < RC_MIN_WINDOW_PKTS ?
-	       RC_MIN_WINDOW_PKTS : rc->win_pkts;
+	uint32_t w = peer_win < rc->win_pkts ? peer_win : rc->win_pkts;
+
+	return w < RC_MIN_WINDOW_PKTS ? RC_MIN_WINDOW_PKTS : w;
 }
 
 /* ---- Shared window -------------------------------------------------------
@@ -238,7 +239,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 		uint64_t left = w->length - w->sent;
 
 		len = (uint32_t)(left < read_chunk(rc, win) ? left : read_chunk(rc, win));
-		adv = rc_div_up(len, rc->pmtu);
+		adv = rc_pmtu_div_up(rc, len);
 		h.opcode = WIRE_READ_REQ;
 		h.va = w->remote_addr + w->sent;
 		h.rkey = w->rkey;
@@ -387,8 +388,8 @@ static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 		if (w->opcode == IBV_WR_RDMA_READ) {
 			uint64_t chunk = read_chunk(rc, win);
 
-			more = (int32_t)rc_div_up(w->length - w->sent < chunk ?
-						  w->length - w->sent : chunk, rc->pmtu);
+			more = (int32_t)rc_pmtu_div_up(rc, w->length - w->sent < chunk ?
+							       w->length - w->sent : chunk);
 			if (own > 0 && own + more > (int32_t)win)
 				break;
 		}

@@ -254,7 +254,7 @@ static int tx_retry(struct srn_rc_state *rc, struct wire_pkt *h,
 static void send_read_resp(struct srn_rc_state *rc, uint32_t psn, const uint8_t *src,
 			   uint32_t len)
 {
-	uint32_t n = rc_div_up(len, rc->pmtu);
+	uint32_t n = rc_pmtu_div_up(rc, len);
 
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t off = k * rc->pmtu;
@@ -510,7 +510,7 @@ static enum resp_state execute(struct srn_rc_state *rc, struct resp_pkt *p)
 	if (c & WIRE_IS_READ) {
 		uint32_t psn = k->psn;
 
-		rc->epsn = wire_psn_add(rc->epsn, rc_div_up(k->dma_len, rc->pmtu));
+		rc->epsn = wire_psn_add(rc->epsn, rc_pmtu_div_up(rc, k->dma_len));
 		rc->msn = (rc->msn + 1) & WIRE_PSN_MASK;
 		send_read_resp(rc, psn, p->target, k->dma_len);
 		return RS_DONE;
