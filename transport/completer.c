@@ -320,6 +320,17 @@ static void rx_atomic_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 	retire(rc);
 }
 
+/* What a response may have made possible: more to send, a retry timer. */
+static void after_response(struct srn_rc_state *rc)
+{
+	if (rc_state(rc) == IBV_QPS_RTS) {
+		requester_run(rc);
+		requester_arm_retry(rc);
+	} else {
+		requester_win_sync(rc); /* (requester_run does it in RTS) */
+	}
+}
+
 void completer_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 {
 	const struct wire_opcode_info *info = &wire_opcodes[pkt->opcode];
@@ -337,12 +348,65 @@ void completer_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 		rx_atomic_ack(rc, pkt);
 	else
 		rc_count(rc, SRN_CNT_comp_bad_resp);
-	if (rc_state(rc) == IBV_QPS_RTS) {
-		requester_run(rc);
-		requester_arm_retry(rc);
-	} else {
-		requester_win_sync(rc); /* (requester_run does it in RTS) */
+	after_response(rc);
+}
+
+/* ---- the ACK box (rc.h) ---------------------------------------------------
+ * Only positive ACKs go in: they are cumulative, so the newest stands for
+ * all (the count keeps comp_acks true).  A NAK, a read response or an
+ * atomic ACK waits for the lock as before, and whoever takes the lock to
+ * deliver a packet empties the box first, so responses keep their order. */
+enum { BOX_PSN_MASK = WIRE_PSN_MASK, BOX_COUNT_SHIFT = 24, BOX_COUNT_MAX = 0xffffff };
+
+void completer_ack_box_post(struct srn_rc_state *rc, uint32_t psn)
+{
+	uint64_t old = atomic_load_explicit(&rc->ack_box, memory_order_relaxed), nv;
+
+	do {
+		uint64_t n = 1;
+		uint32_t p = psn & BOX_PSN_MASK;
+
+		if (old & RC_ACK_BOX_FULL) {
+			uint32_t op = (uint32_t)(old & BOX_PSN_MASK);
+
+			n += (old >> BOX_COUNT_SHIFT) & BOX_COUNT_MAX;
+			if (n > BOX_COUNT_MAX)
+				n = BOX_COUNT_MAX;
+			if (wire_psn_diff(p, op) < 0)
+				p = op; /* an older ACK, overtaken (reordered) */
+		}
+		nv = RC_ACK_BOX_FULL | n << BOX_COUNT_SHIFT | p;
+	} while (!atomic_compare_exchange_weak_explicit(&rc->ack_box, &old, nv,
+							memory_order_seq_cst,
+							memory_order_relaxed));
+	rc_count(rc, SRN_CNT_comp_ack_handoffs);
+}
+
+void completer_ack_box_take(struct srn_rc_state *rc)
+{
+	uint64_t b;
+	uint32_t n;
+	enum ibv_qp_state st;
+
+	if (!atomic_load_explicit(&rc->ack_box, memory_order_relaxed))
+		return;
+	b = atomic_exchange_explicit(&rc->ack_box, 0, memory_order_acquire);
+	if (!(b & RC_ACK_BOX_FULL) || rc->dead)
+		return;
+	n = (uint32_t)((b >> BOX_COUNT_SHIFT) & BOX_COUNT_MAX);
+	st = rc_state(rc);
+	/* what rx_pkt and completer_rx check before an ACK counts */
+	if (!rc->path_ok) {
+		rc_count_n(rc, SRN_CNT_rx_drop_no_path, n);
+		return;
 	}
+	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD) {
+		rc_count_n(rc, SRN_CNT_rx_drop_qp_state, n);
+		return;
+	}
+	rc_count_n(rc, SRN_CNT_comp_acks, n);
+	ack_upto(rc, (uint32_t)(b & BOX_PSN_MASK));
+	after_response(rc);
 }
 
 static uint64_t requester_timers(struct srn_rc_state *rc, uint64_t now);

@@ -229,10 +229,36 @@ struct rx_hold {
 static void rx_release(struct rx_hold *h)
 {
 	if (h->rc) {
-		pthread_mutex_unlock(&h->rc->qp->lock);
+		srn_qp_unlock(h->rc->qp);
 		put_qp(h->rc);
 		h->rc = NULL;
 	}
+}
+
+/* Take rc's lock to deliver pkt.  A plain ACK does not wait for it:
+ * while an application thread holds it (sending), the ACK goes in the
+ * QP's box for that thread (rc.h ack_box, srn_qp_unlock).  RX_LOCKED:
+ * deliver pkt; RX_TAKEN: locked, and pkt was delivered from the box;
+ * RX_HANDED_OFF: not locked, the holder has it. */
+enum rx_lock { RX_LOCKED, RX_TAKEN, RX_HANDED_OFF };
+
+static enum rx_lock rx_lock_qp(struct srn_rc_state *rc, const struct wire_pkt *pkt)
+{
+	bool boxed = false;
+
+	if (!rc_ack_boxable(rc, pkt)) {
+		pthread_mutex_lock(&rc->qp->lock);
+	} else if (pthread_mutex_trylock(&rc->qp->lock)) {
+		completer_ack_box_post(rc, pkt->psn);
+		/* (see srn_qp_unlock: the holder may have looked already) */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (pthread_mutex_trylock(&rc->qp->lock))
+			return RX_HANDED_OFF;
+		boxed = true;
+	}
+	/* what was boxed before goes first: responses keep their order */
+	completer_ack_box_take(rc);
+	return boxed ? RX_TAKEN : RX_LOCKED;
 }
 
 static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold *h)
@@ -325,7 +351,16 @@ static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold
 		srn_dbg(eng, "drop: no QP %u", pkt.dqpn);
 		return;
 	}
-	pthread_mutex_lock(&rc->qp->lock);
+	switch (rx_lock_qp(rc, &pkt)) {
+	case RX_HANDED_OFF:
+		put_qp(rc);
+		return;
+	case RX_TAKEN:
+		h->rc = rc;
+		return;
+	case RX_LOCKED:
+		break;
+	}
 	h->rc = rc;
 deliver:
 	if (rc->dead) {
@@ -557,6 +592,8 @@ void srn_engine_run_qp_timers(struct srn_engine *eng, uint64_t now)
 		struct srn_rc_state *rc = snap[i];
 
 		pthread_mutex_lock(&rc->qp->lock);
+		/* (an ACK left in the box first: no retry for what it acks) */
+		completer_ack_box_take(rc);
 		if (!rc->dead) {
 			uint64_t t;
 
@@ -565,7 +602,7 @@ void srn_engine_run_qp_timers(struct srn_engine *eng, uint64_t now)
 			if (t && (!next || t < next))
 				next = t;
 		}
-		pthread_mutex_unlock(&rc->qp->lock);
+		srn_qp_unlock(rc->qp);
 		put_qp(rc);
 	}
 	free(snap);

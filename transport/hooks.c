@@ -257,6 +257,30 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 		requester_run(rc);
 }
 
+void srn_qp_unlock(struct srn_qp *qp)
+{
+	struct srn_rc_state *rc = qp->rc; /* (read under the lock) */
+
+	for (;;) {
+		if (rc)
+			completer_ack_box_take(rc);
+		pthread_mutex_unlock(&qp->lock);
+		/* The receiver puts its ACK in the box, then tries the lock
+		 * again (engine.c rx_lock_qp); we unlocked, then look in the
+		 * box: with a full fence on both sides one of us sees the
+		 * other, so an ACK is never left in the box unseen.  (rc is
+		 * still ours to read: destroy frees it only under the lock,
+		 * and not while a caller of ours holds it.) */
+		if (!rc)
+			return;
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!atomic_load_explicit(&rc->ack_box, memory_order_relaxed) ||
+		    pthread_mutex_trylock(&qp->lock))
+			return; /* empty, or the new holder takes it */
+		rc = qp->rc;
+	}
+}
+
 void srn_transport_kick_sq(struct srn_qp *qp)
 {
 	struct srn_rc_state *rc = qp->rc;

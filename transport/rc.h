@@ -134,13 +134,40 @@ struct srn_rc_state {
 	 * NULL: packets go to the socket */
 	struct net_shm_peer *shm_peer;
 
+	/* A plain ACK a receiving thread could not deliver because another
+	 * thread held qp->lock (usually an application thread inside
+	 * sendmmsg for ~10 us): that thread takes it when it lets the lock
+	 * go (srn_qp_unlock), instead of the receiver sleeping on the lock
+	 * and the holder paying a futex wake.  ACKs are cumulative, so one
+	 * word holds the newest: RC_ACK_BOX_FULL | count << 24 | PSN.
+	 * The only field written without the lock. */
+	_Atomic uint64_t ack_box;
+
 	_Atomic uint64_t cnt[SRN_CNT_MAX];
 };
 
+#define RC_ACK_BOX_FULL (1ull << 63)
+
+/* completer.c: the boxed ACK, if any, taken (qp->lock held) */
+void completer_ack_box_take(struct srn_rc_state *rc);
+/* completer.c: put a positive ACK for psn in the box (no lock) */
+void completer_ack_box_post(struct srn_rc_state *rc, uint32_t psn);
+/* Is pkt an ACK that may go through the box? */
+static inline bool rc_ack_boxable(const struct srn_rc_state *rc, const struct wire_pkt *pkt)
+{
+	return rc->type == IBV_QPT_RC && pkt->opcode == (WIRE_RC | WIRE_ACK) &&
+	       (pkt->syndrome >> 5) == 0;
+}
+
+static inline void rc_count_n(struct srn_rc_state *rc, enum srn_counter c, uint64_t n)
+{
+	atomic_fetch_add_explicit(&rc->cnt[c], n, memory_order_relaxed);
+	atomic_fetch_add_explicit(&rc->eng->cnt[c], n, memory_order_relaxed);
+}
+
 static inline void rc_count(struct srn_rc_state *rc, enum srn_counter c)
 {
-	atomic_fetch_add_explicit(&rc->cnt[c], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&rc->eng->cnt[c], 1, memory_order_relaxed);
+	rc_count_n(rc, c, 1);
 }
 
 enum { UC_PACE_NS = 250 * 1000, UC_PACE_BYTES = 256 * 1024 };

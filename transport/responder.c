@@ -219,7 +219,7 @@ void responder_rx_batch_end(struct srn_engine *eng)
 		 * answer: requester_ack_rides) */
 		if (!rc->dead && rc->type == IBV_QPT_RC && !(all && requester_ack_rides(rc)))
 			responder_ack_flush(rc);
-		pthread_mutex_unlock(&rc->qp->lock);
+		srn_qp_unlock(rc->qp);
 		srn_engine_put_qp(rc);
 	}
 	al->n = keep;

@@ -320,7 +320,7 @@ void ud_mcast_rx(struct srn_engine *eng, const struct wire_pkt *pkt,
 			rc_count(rc, SRN_CNT_mcast_rx);
 			ud_rx(rc, pkt, l3, len);
 		}
-		pthread_mutex_unlock(&rc->qp->lock);
+		srn_qp_unlock(rc->qp);
 		srn_engine_put_qp(rc);
 	}
 }

@@ -262,7 +262,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 
 	pthread_mutex_lock(&qp->lock);
 	err = srn_transport_qp_create(qp);
-	pthread_mutex_unlock(&qp->lock);
+	srn_qp_unlock(qp);
 	if (err) {
 		err = err < 0 ? -err : err;
 		pthread_mutex_lock(&ctx->lock);
@@ -373,7 +373,7 @@ SRN_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	init_attr->cap = qp->cap;
 	init_attr->qp_type = ibqp->qp_type;
 	init_attr->sq_sig_all = qp->sq_sig_all;
-	pthread_mutex_unlock(&qp->lock);
+	srn_qp_unlock(qp);
 	return 0;
 }
 
@@ -395,7 +395,7 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 
 	pthread_mutex_lock(&qp->lock);
 	srn_transport_qp_destroy(qp);
-	pthread_mutex_unlock(&qp->lock);
+	srn_qp_unlock(qp);
 	srn_qpn_free(ctx, ibqp->qp_num);
 
 	atomic_fetch_sub(&qp->pd->users, 1);

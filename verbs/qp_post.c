@@ -288,7 +288,7 @@ int srn_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 
 	pthread_mutex_lock(&qp->lock);
 	if (wr && post_now(qp, wr)) {
-		pthread_mutex_unlock(&qp->lock);
+		srn_qp_unlock(qp);
 		return 0;
 	}
 	err = srn_sq_check_state(qp);
@@ -313,7 +313,7 @@ int srn_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		*bad_wr = wr;
 	if (posted)
 		srn_transport_kick_sq(qp);
-	pthread_mutex_unlock(&qp->lock);
+	srn_qp_unlock(qp);
 	return err;
 }
 
@@ -338,6 +338,6 @@ int srn_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		*bad_wr = wr;
 	if (posted)
 		srn_transport_kick_rq(qp);
-	pthread_mutex_unlock(&qp->lock);
+	srn_qp_unlock(qp);
 	return err;
 }

@@ -366,7 +366,7 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	old = ibqp->state;
 	err = srn_qp_modify_check(ibqp->qp_type, old, attr, attr_mask, &env);
 	if (err) {
-		pthread_mutex_unlock(&qp->lock);
+		srn_qp_unlock(qp);
 		return err;
 	}
 	next = (attr_mask & IBV_QP_STATE) ? attr->qp_state : old;
@@ -379,6 +379,6 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	qp->a.attr.cur_qp_state = next;
 	ibqp->state = next;
 	srn_transport_qp_modified(qp, old, attr_mask);
-	pthread_mutex_unlock(&qp->lock);
+	srn_qp_unlock(qp);
 	return 0;
 }

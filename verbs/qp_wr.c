@@ -94,7 +94,7 @@ static int wr_complete(struct ibv_qp_ex *ex)
 	}
 	qp->wr_pending = 0;
 	qp->wr_err = 0;
-	pthread_mutex_unlock(&qp->lock);
+	srn_qp_unlock(qp);
 	return err;
 }
 
@@ -105,7 +105,7 @@ static void wr_abort(struct ibv_qp_ex *ex)
 	qp->wr_cur = NULL;
 	qp->wr_pending = 0;
 	qp->wr_err = 0;
-	pthread_mutex_unlock(&qp->lock);
+	srn_qp_unlock(qp);
 }
 
 /* ---- opcodes ---- */

@@ -379,6 +379,11 @@ int srn_transport_qp_create(struct srn_qp *qp);   /* after the QP is built */
 void srn_transport_qp_destroy(struct srn_qp *qp); /* before it is freed */
 /* After modify_qp applied attributes; old = previous state. */
 void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mask);
+/* Let go of qp->lock: every holder does it this way.  A receiving thread
+ * that found the lock held may have left an ACK for the holder
+ * (transport/rc.h ack_box); it is taken first, and looked for once more
+ * after the unlock, when the receiver may have left it too late. */
+void srn_qp_unlock(struct srn_qp *qp);
 /* New send WQEs are between sq.next and sq.tail: start them. */
 void srn_transport_kick_sq(struct srn_qp *qp);
 /* qp->lock held, the QP in RTS with an empty send queue: carry out wr, a
