@@ -327,7 +327,9 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 	struct srn_engine *eng = ctx->engine;
 	int got = 0;
 
-	if (!eng)
+	/* (between ibv_wr_start and ibv_wr_complete: the engine thread
+	 * receives, and waits for that QP's lock if it must) */
+	if (!eng || srn_wr_locks_held)
 		return;
 	/* tells the engine thread an application thread is receiving */
 	atomic_store_explicit(&eng->app_poll_ns, now, memory_order_relaxed);

@@ -71,11 +71,14 @@ static struct srn_send_wqe *wr_open(struct srn_qp *qp, enum ibv_wr_opcode op)
 	return w;
 }
 
+__thread unsigned int srn_wr_locks_held __attribute__((tls_model("initial-exec")));
+
 static void wr_start(struct ibv_qp_ex *ex)
 {
 	struct srn_qp *qp = qpx(ex);
 
 	pthread_mutex_lock(&qp->lock); /* held until wr_complete/wr_abort */
+	srn_wr_locks_held++;
 	qp->wr_cur = NULL;
 	qp->wr_err = srn_sq_check_state(qp);
 	qp->wr_pending = 0;
@@ -94,6 +97,7 @@ static int wr_complete(struct ibv_qp_ex *ex)
 	}
 	qp->wr_pending = 0;
 	qp->wr_err = 0;
+	srn_wr_locks_held--;
 	srn_qp_unlock(qp);
 	return err;
 }
@@ -105,6 +109,7 @@ static void wr_abort(struct ibv_qp_ex *ex)
 	qp->wr_cur = NULL;
 	qp->wr_pending = 0;
 	qp->wr_err = 0;
+	srn_wr_locks_held--;
 	srn_qp_unlock(qp);
 }
 

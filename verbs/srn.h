@@ -379,6 +379,12 @@ int srn_transport_qp_create(struct srn_qp *qp);   /* after the QP is built */
 void srn_transport_qp_destroy(struct srn_qp *qp); /* before it is freed */
 /* After modify_qp applied attributes; old = previous state. */
 void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mask);
+/* How many QPs' locks this thread holds through ibv_wr_start (until
+ * ibv_wr_complete or ibv_wr_abort; verbs/qp_wr.c).  It must not receive
+ * inline meanwhile (srn_transport_progress): a packet or a timer for such
+ * a QP would wait for the lock its own thread holds. */
+extern __thread unsigned int srn_wr_locks_held __attribute__((tls_model("initial-exec")));
+
 /* Let go of qp->lock: every holder does it this way.  A receiving thread
  * that found the lock held may have left an ACK for the holder
  * (transport/rc.h ack_box); it is taken first, and looked for once more

@@ -13,7 +13,10 @@
  *   - it completes once the lock is let go, long before the 1 s ACK
  *     timeout a lost ACK would wait for;
  *   - both writes' data landed.
- * Four rounds. */
+ * Four rounds.  Then a SEND from b1 reaches a1 while this thread holds
+ * a1's lock that way and polls a1's CQ: the polls return (no inline
+ * receive waits for the lock its own thread holds), and the receive
+ * completes once the lock is let go. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,18 +75,24 @@ static int connect_pair(struct ibv_qp *x, struct side *sx, struct ibv_qp *y, str
 	return t_qp_rc_connect(x, &rx) || t_qp_rc_connect(y, &ry) ? -1 : 0;
 }
 
-static int write_to(struct ibv_qp *qp, struct side *s, size_t off, struct side *to,
-		    uint64_t wr_id)
+static int post_op(struct ibv_qp *qp, enum ibv_wr_opcode op, struct side *s, size_t off,
+		   struct side *to, uint64_t wr_id)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)s->buf + off, .length = LEN,
 			       .lkey = s->mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE,
+				  .opcode = op,
 				  .send_flags = IBV_SEND_SIGNALED }, *bad;
 
 	wr.wr.rdma.remote_addr = (uintptr_t)to->buf + off;
 	wr.wr.rdma.rkey = to->mr->rkey;
 	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int write_to(struct ibv_qp *qp, struct side *s, size_t off, struct side *to,
+		    uint64_t wr_id)
+{
+	return post_op(qp, IBV_WR_RDMA_WRITE, s, off, to, wr_id);
 }
 
 static void fill(char *p, unsigned seed)
@@ -160,6 +169,33 @@ int main(int argc, char **argv)
 		     "ACK: >= 1000)", r, waited * 1e3);
 		T_OK(!memcmp(x.buf + o1, y.buf + o1, LEN) && !memcmp(x.buf + o2, y.buf + o2, LEN),
 		     "round %u: both writes' data landed", r);
+	}
+
+	{
+		struct ibv_sge sge = { .addr = (uintptr_t)x.buf + 40000, .length = LEN,
+				       .lkey = x.mr->lkey };
+		struct ibv_recv_wr rwr = { .wr_id = 300, .sg_list = &sge, .num_sge = 1 }, *rbad;
+		double t0;
+		int n;
+
+		fill(y.buf + 40000, 99);
+		T_OK(!ibv_post_recv(a1, &rwr, &rbad), "a receive posted on a1");
+		ibv_wr_start(a1x);
+		T_OK(!post_op(b1, IBV_WR_SEND, &y, 40000, &x, 400),
+		     "b1 SENDs to a1 while a1's lock is held through ibv_wr_start");
+		t0 = t_now();
+		n = t_poll_cq(cq1, &wc, 1, HOLD_MS);
+		T_OK(n == 0 && t_now() - t0 < 2.0,
+		     "polling a1's CQ meanwhile returns, with nothing (%d)", n);
+		ibv_wr_abort(a1x);
+		n = t_poll_cq(cq1, &wc, 1, 3000);
+		T_OK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 300 &&
+			     wc.opcode == IBV_WC_RECV && wc.byte_len == LEN,
+		     "the SEND is received once the lock is let go");
+		T_OK(!memcmp(x.buf + 40000, y.buf + 40000, LEN), "its data landed");
+		n = t_poll_cq(ycq, &wc, 1, 3000);
+		T_OK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 400,
+		     "b1's SEND completes");
 	}
 
 	ibv_destroy_qp(a1);
