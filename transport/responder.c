@@ -192,13 +192,18 @@ static void ack_later(struct srn_rc_state *rc, uint32_t psn)
 /* Only entries of eng are looked at: it is alive (we are in its receive
  * path), while another engine in an application thread's list may be
  * gone.  Those wait for their own engine's batch a little, then are let
- * go (their timer sends the ACK). */
+ * go (their timer sends the ACK).
+ * The ACKs leave together, in one GSO send per peer (transport/tx.c),
+ * after the QPs' locks are let go: an ACK that another thread's newer
+ * response overtakes meanwhile acknowledges nothing new, which the
+ * completer ignores. */
 void responder_rx_batch_end(struct srn_engine *eng)
 {
 	struct ack_list *al = ack_list();
 	bool all = on_engine_thread(eng);
 	int keep = 0;
 
+	rc_tx_batch_begin();
 	for (int i = 0; i < al->n; i++) {
 		struct srn_rc_state *rc;
 
@@ -224,6 +229,7 @@ void responder_rx_batch_end(struct srn_engine *eng)
 	}
 	al->n = keep;
 	al->gen++;
+	rc_tx_batch_end();
 }
 
 uint64_t responder_ack_timer(struct srn_rc_state *rc, uint64_t now)
@@ -251,11 +257,16 @@ static int tx_retry(struct srn_rc_state *rc, struct wire_pkt *h,
 	return -EAGAIN;
 }
 
+/* The response packets leave in GSO sends (transport/tx.c), flushed
+ * before we return, under the QP's lock: a 64 KiB response is 3 sends
+ * (first and last carry an AETH, so each is a group of its own) instead
+ * of 16, each of which cost the receiving side a datagram too. */
 static void send_read_resp(struct srn_rc_state *rc, uint32_t psn, const uint8_t *src,
 			   uint32_t len)
 {
 	uint32_t n = rc_pmtu_div_up(rc, len);
 
+	rc_tx_batch_begin();
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t off = k * rc->pmtu;
 		uint32_t l = len - off < rc->pmtu ? len - off : rc->pmtu;
@@ -277,8 +288,9 @@ static void send_read_resp(struct srn_rc_state *rc, uint32_t psn, const uint8_t 
 		h.msn = rc->msn;
 		rc_count(rc, SRN_CNT_resp_read_resp);
 		if (tx_retry(rc, &h, &iov, l ? 1 : 0, l) < 0)
-			return;
+			break;
 	}
+	rc_tx_batch_end();
 }
 
 static void send_atomic_ack(struct srn_rc_state *rc, uint32_t psn, uint64_t orig)
