@@ -382,31 +382,32 @@ void completer_ack_box_post(struct srn_rc_state *rc, uint32_t psn)
 	rc_count(rc, SRN_CNT_comp_ack_handoffs);
 }
 
-void completer_ack_box_take(struct srn_rc_state *rc)
+bool completer_ack_box_take(struct srn_rc_state *rc)
 {
 	uint64_t b;
 	uint32_t n;
 	enum ibv_qp_state st;
 
 	if (!atomic_load_explicit(&rc->ack_box, memory_order_relaxed))
-		return;
+		return false;
 	b = atomic_exchange_explicit(&rc->ack_box, 0, memory_order_acquire);
 	if (!(b & RC_ACK_BOX_FULL) || rc->dead)
-		return;
+		return false;
 	n = (uint32_t)((b >> BOX_COUNT_SHIFT) & BOX_COUNT_MAX);
 	st = rc_state(rc);
 	/* what rx_pkt and completer_rx check before an ACK counts */
 	if (!rc->path_ok) {
 		rc_count_n(rc, SRN_CNT_rx_drop_no_path, n);
-		return;
+		return true;
 	}
 	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD) {
 		rc_count_n(rc, SRN_CNT_rx_drop_qp_state, n);
-		return;
+		return true;
 	}
 	rc_count_n(rc, SRN_CNT_comp_acks, n);
 	ack_upto(rc, (uint32_t)(b & BOX_PSN_MASK));
 	after_response(rc);
+	return true;
 }
 
 static uint64_t requester_timers(struct srn_rc_state *rc, uint64_t now);

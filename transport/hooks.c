@@ -262,8 +262,11 @@ void srn_qp_unlock(struct srn_qp *qp)
 	struct srn_rc_state *rc = qp->rc; /* (read under the lock) */
 
 	for (;;) {
-		if (rc)
-			completer_ack_box_take(rc);
+		/* What the ACK lets the requester send leaves before the
+		 * lock does, as tx.c wants, even where a batch is open
+		 * around us (responder_rx_batch_end's). */
+		if (rc && completer_ack_box_take(rc))
+			rc_tx_batch_flush();
 		pthread_mutex_unlock(&qp->lock);
 		/* The receiver puts its ACK in the box, then tries the lock
 		 * again (engine.c rx_lock_qp); we unlocked, then look in the

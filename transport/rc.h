@@ -148,8 +148,9 @@ struct srn_rc_state {
 
 #define RC_ACK_BOX_FULL (1ull << 63)
 
-/* completer.c: the boxed ACK, if any, taken (qp->lock held) */
-void completer_ack_box_take(struct srn_rc_state *rc);
+/* completer.c: the boxed ACK, if any, taken (qp->lock held); true if
+ * there was one */
+bool completer_ack_box_take(struct srn_rc_state *rc);
 /* completer.c: put a positive ACK for psn in the box (no lock) */
 void completer_ack_box_post(struct srn_rc_state *rc, uint32_t psn);
 /* Is pkt an ACK that may go through the box? */
