@@ -331,15 +331,23 @@ static void after_response(struct srn_rc_state *rc)
 	}
 }
 
+/* Does the QP take responses in its state?  Else n are counted dropped. */
+static bool takes_responses(struct srn_rc_state *rc, uint64_t n)
+{
+	enum ibv_qp_state st = rc_state(rc);
+
+	if (st == IBV_QPS_RTS || st == IBV_QPS_SQD)
+		return true;
+	rc_count_n(rc, SRN_CNT_rx_drop_qp_state, n);
+	return false;
+}
+
 void completer_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 {
 	const struct wire_opcode_info *info = &wire_opcodes[pkt->opcode];
-	enum ibv_qp_state st = rc_state(rc);
 
-	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD) {
-		rc_count(rc, SRN_CNT_rx_drop_qp_state);
+	if (!takes_responses(rc, 1))
 		return;
-	}
 	if (info->caps & WIRE_IS_ACK)
 		rx_ack(rc, pkt);
 	else if (info->caps & WIRE_IS_READ)
@@ -386,7 +394,6 @@ bool completer_ack_box_take(struct srn_rc_state *rc)
 {
 	uint64_t b;
 	uint32_t n;
-	enum ibv_qp_state st;
 
 	if (!atomic_load_explicit(&rc->ack_box, memory_order_relaxed))
 		return false;
@@ -394,16 +401,13 @@ bool completer_ack_box_take(struct srn_rc_state *rc)
 	if (!(b & RC_ACK_BOX_FULL) || rc->dead)
 		return false;
 	n = (uint32_t)((b >> BOX_COUNT_SHIFT) & BOX_COUNT_MAX);
-	st = rc_state(rc);
 	/* what rx_pkt and completer_rx check before an ACK counts */
 	if (!rc->path_ok) {
 		rc_count_n(rc, SRN_CNT_rx_drop_no_path, n);
 		return true;
 	}
-	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD) {
-		rc_count_n(rc, SRN_CNT_rx_drop_qp_state, n);
+	if (!takes_responses(rc, n))
 		return true;
-	}
 	rc_count_n(rc, SRN_CNT_comp_acks, n);
 	ack_upto(rc, (uint32_t)(b & BOX_PSN_MASK));
 	after_response(rc);
