@@ -67,6 +67,8 @@ struct direct_qp {
 	uint64_t rq_ino, rq_off;
 	struct peer_memfd *rq_mh;    /* memfd mapping holding rq and cq */
 	struct srn_rq_ring *rq;      /* mapped; NULL until first SEND */
+	struct srn_rq_ring *wq;      /* where its WQEs are: rq, or the SRQ's
+				      * ring that rq names */
 	struct srn_cq_ring *cq;      /* its receive CQ's ring */
 	uint32_t cq_size;
 	bool cq_channel;             /* cq's owner may arm it (wake_if_armed) */

@@ -35,31 +35,44 @@ enum { SEND_TAKE_TRIES = 4 }; /* lost races for the WQE before giving up */
 void direct_send_publish(struct srn_qp *qp, struct net_reg_qpinfo *in)
 {
 	struct srn_cq *cq = qp->recv_cq;
+	struct srn_rq_ring *hdr = qp->srq ? qp->srq_hdr : qp->rqs;
+	struct srn_mr_share *share = qp->srq ? qp->srq_hdr_share : qp->rq_share;
 	int fd;
 
 	in->rq_off = 0;
-	if (qp->srq || !qp->rqs || !qp->rq_share || !cq || !cq->share ||
+	if (!hdr || !share || !cq || !cq->share ||
 	    (cq->ibv.channel && !net_direct_channel_enabled()))
 		return;
-	fd = srn_mr_share_fd(qp->rq_share);
+	fd = srn_mr_share_fd(share);
 	if (fd < 0 || fd != srn_mr_share_fd(cq->share))
 		return;
-	/* where the peer completes into; written before the info is */
-	if (!qp->rqs->tag) {
-		static _Atomic uint32_t tags;
-		uint32_t t;
+	if (qp->srq) {
+		/* the SRQ's ring as it is now (a resize closes it: peers
+		 * then send packets until this is published again); its
+		 * receive buffers are in the SRQ's PD, which peers check as
+		 * the QP's */
+		struct srn_srq *srq = qp->srq;
 
-		while (!(t = atomic_fetch_add(&tags, 1) + 1))
-			; /* (0 means none) */
-		qp->rqs->tag = t;
+		pthread_mutex_lock(&srq->lock);
+		if (srq->pd != qp->pd || srn_mr_share_fd(srq->ring_share) != fd) {
+			pthread_mutex_unlock(&srq->lock);
+			return;
+		}
+		hdr->srq_off = srn_mr_share_offset(srq->ring_share, (uintptr_t)srq->ring);
+		in->rq_max_wr = srq->slots;
+		pthread_mutex_unlock(&srq->lock);
+	} else {
+		in->rq_max_wr = qp->rq.max_wr;
 	}
-	qp->rqs->cq_off = srn_mr_share_offset(cq->share, (uintptr_t)cq->ring);
-	qp->rqs->cq_size = cq->size;
-	atomic_store(&qp->rqs->open, 1);
+	/* where the peer completes into; written before the info is */
+	if (!hdr->tag)
+		hdr->tag = srn_ring_tag();
+	hdr->cq_off = srn_mr_share_offset(cq->share, (uintptr_t)cq->ring);
+	hdr->cq_size = cq->size;
+	atomic_store(&hdr->open, 1);
 	in->rq_memfd = fd;
-	in->rq_max_wr = qp->rq.max_wr;
-	in->rq_ino = srn_mr_share_ino(qp->rq_share);
-	in->rq_off = srn_mr_share_offset(qp->rq_share, (uintptr_t)qp->rqs);
+	in->rq_ino = srn_mr_share_ino(share);
+	in->rq_off = srn_mr_share_offset(share, (uintptr_t)hdr);
 }
 
 /* ---- initiator side ----------------------------------------------------- */
@@ -70,6 +83,7 @@ void direct_send_forget(struct direct_qp *d)
 		peer_unmap_memfd(d->peer, d->rq_mh);
 	d->rq_mh = NULL;
 	d->rq = NULL;
+	d->wq = NULL;
 	d->cq = NULL;
 }
 
@@ -78,41 +92,69 @@ static bool pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
-/* Map the target's RQ and CQ rings as published; false if there are none
- * or what is there does not hold together (never trusted blindly). */
+/* The WQE ring a QP's header names at off (an SRQ's), checked against
+ * the mapping of size bytes at base; NULL if it does not hold together. */
+static struct srn_rq_ring *srq_ring_at(char *base, uint64_t size, uint64_t off, uint32_t max_wr)
+{
+	struct srn_rq_ring *r;
+
+	if ((off & 63) || off > size || srn_rq_ring_bytes(max_wr) > size - off)
+		return NULL;
+	r = (struct srn_rq_ring *)(base + off);
+	if (r->magic != SRN_RINGS_MAGIC || r->max_wr != max_wr || r->srq_off ||
+	    !atomic_load(&r->open))
+		return NULL;
+	return r;
+}
+
+/* Map the target's RQ (or SRQ) and CQ rings as published; false if there
+ * are none or what is there does not hold together (never trusted
+ * blindly). */
 static bool rings_attach(struct direct_qp *d)
 {
-	struct srn_rq_ring *rq;
+	struct srn_rq_ring *rq, *wq;
 	struct srn_cq_ring *cq;
-	uint64_t size, cq_off;
+	uint64_t size, cq_off, srq_off;
 	uint32_t cq_size;
 	char *base;
 
 	if (d->rq)
 		return true;
 	if (!d->rq_off || d->rq_memfd < 0 || !pow2(d->rq_max_wr) ||
-	    d->rq_max_wr > SRN_MAX_QP_WR)
+	    d->rq_max_wr > SRN_MAX_SRQ_WR)
 		return false;
 	d->rq_mh = peer_map_memfd(d->peer, d->rq_memfd, d->rq_ino, &base, &size);
 	if (!d->rq_mh)
 		goto fail;
-	if (d->rq_off > size || srn_rq_ring_bytes(d->rq_max_wr) > size - d->rq_off)
+	if (d->rq_off > size || srn_rq_ring_bytes(0) > size - d->rq_off)
 		goto fail;
 	rq = (struct srn_rq_ring *)(base + d->rq_off);
 	cq_off = rq->cq_off;
 	cq_size = rq->cq_size;
-	if (rq->magic != SRN_RINGS_MAGIC || rq->max_wr != d->rq_max_wr ||
-	    !atomic_load(&rq->open) || !pow2(cq_size) || cq_size > SRN_MAX_CQE ||
-	    (cq_off & 63) || cq_off > size || srn_cq_ring_bytes(cq_size) > size - cq_off)
+	srq_off = rq->srq_off;
+	if (rq->magic != SRN_RINGS_MAGIC || !atomic_load(&rq->open) || !pow2(cq_size) ||
+	    cq_size > SRN_MAX_CQE || (cq_off & 63) || cq_off > size ||
+	    srn_cq_ring_bytes(cq_size) > size - cq_off)
 		goto fail;
+	if (srq_off) {
+		/* a QP on an SRQ: its own ring holds no WQEs */
+		if (rq->max_wr != 0 || !(wq = srq_ring_at(base, size, srq_off, d->rq_max_wr)))
+			goto fail;
+	} else {
+		if (rq->max_wr != d->rq_max_wr || d->rq_max_wr > SRN_MAX_QP_WR ||
+		    srn_rq_ring_bytes(d->rq_max_wr) > size - d->rq_off)
+			goto fail;
+		wq = rq;
+	}
 	cq = (struct srn_cq_ring *)(base + cq_off);
 	if (cq->magic != SRN_RINGS_MAGIC || cq->size != cq_size)
 		goto fail;
 	d->rq = rq;
+	d->wq = wq;
 	d->cq = cq;
 	d->cq_size = cq_size;
 	d->cq_channel = cq->channel != 0;
-	d->rq_tag = rq->tag;
+	d->rq_tag = wq->tag; /* (an SRQ's: its owner's post_srq_recv looks) */
 	d->cq_cons = 0;
 	return true;
 fail:
@@ -304,12 +346,19 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 	struct srn_rq_ring *rq;
 	struct srn_cqe_slot *cqe;
 	uint32_t r_head = 0;
-	bool rnr = false;
+	bool rnr = false, limit = false;
 	int nd = -1, ret;
 
 	if (!rings_attach(d) || !atomic_load_explicit(&d->rq->open, memory_order_relaxed))
 		return 0;
-	rq = d->rq;
+	rq = d->wq;
+	if (rq != d->rq && !atomic_load_explicit(&rq->open, memory_order_relaxed)) {
+		/* the SRQ was resized (or is going): packets until its QP's
+		 * info names the new ring */
+		direct_send_forget(d);
+		d->rq_off = 0;
+		return 0;
+	}
 	/* a WRITE's target is checked before anything is claimed */
 	if (m->write && !write_target(d, m->remote_addr, m->rkey, len, dst))
 		return 0;
@@ -337,9 +386,17 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 		if (nd < 0)
 			break;
 		if (atomic_compare_exchange_strong_explicit(&rq->head, &h, h + 1,
-							    memory_order_acq_rel,
+							    memory_order_seq_cst,
 							    memory_order_relaxed)) {
 			r_head = h + 1;
+			/* An SRQ's owner armed its limit: only it can raise
+			 * the event, and it may not take from the SRQ itself
+			 * for a long time, so it hears from us.  Read after
+			 * the take, both sequentially consistent (as the
+			 * owner's store): a take made before it armed is not
+			 * one it asks about; one made after sees it armed. */
+			limit = rq != d->rq &&
+				atomic_load_explicit(&rq->limit_armed, memory_order_seq_cst);
 			goto take;
 		}
 		nd = -1; /* the target's own engine took it first */
@@ -373,6 +430,8 @@ take:
 	/* the release store makes the data visible before the completion */
 	srn_cq_ring_commit(cqe, idx, SRN_CQE_PEER);
 	wake_if_armed(rc, d, m->solicited);
+	if (limit)
+		rc_doorbell(rc);
 	/* The next receive WQE was most likely posted long ago and is not
 	 * written again until taken: fetching it now takes its cache miss
 	 * off the next SEND's path. */

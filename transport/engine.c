@@ -277,9 +277,11 @@ static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold
 		 * the wake-up on through the timer. */
 		if (atomic_load(&eng->shm_asleep))
 			srn_engine_arm(eng, srn_now_ns());
-		/* or a peer completed into an armed CQ of ours itself
+		/* or a peer completed into an armed CQ of ours itself, or
+		 * took from an SRQ of ours with its limit armed
 		 * (transport/direct_send.c) */
 		srn_cq_notify_peers(eng->ctx);
+		srn_srq_notify_peers(eng->ctx);
 		return;
 	}
 	h->pkts++;

@@ -79,9 +79,12 @@ static inline struct srn_recv_wqe *srn_rq_slot(struct srn_qp *qp, uint32_t i)
 }
 
 /* Validate one receive WR against a queue of max_sge SGEs and append it
- * (a QP's RQ and an SRQ share this).  Returns 0, EINVAL or ENOMEM (full);
- * the caller holds the queue's lock. */
-int srn_wq_post_recv(struct srn_wq *wq, uint32_t max_sge, const struct ibv_recv_wr *wr);
+ * to ring r of slots entries holding at most cap (an SRQ's); *head_seen
+ * is the caller's copy of head (re-read only when the ring looks full).
+ * Returns 0, EINVAL or ENOMEM (full); the caller serialises producers. */
+struct srn_rq_ring;
+int srn_rq_ring_post(struct srn_rq_ring *r, uint32_t slots, uint32_t cap, uint32_t max_sge,
+		     uint32_t *head_seen, const struct ibv_recv_wr *wr);
 
 /* qp_wr.c: fill the ibv_wr_* function pointers of qp->ex. */
 void srn_qp_ex_init(struct srn_qp *qp);

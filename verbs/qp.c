@@ -160,6 +160,10 @@ static void qp_free(struct srn_qp *qp)
 	free(qp->sq.wqe);
 	if (qp->rqs)
 		srn_rings_free(qp->rqs, srn_rq_ring_bytes(qp->rq.max_wr), qp->rq_share);
+	if (qp->srq_hdr) {
+		atomic_store(&qp->srq_hdr->open, 0);
+		srn_rings_free(qp->srq_hdr, srn_rq_ring_bytes(0), qp->srq_hdr_share);
+	}
 	free(qp);
 }
 
@@ -196,6 +200,15 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 	if (a->srq) {
 		qp->cap.max_recv_wr = 0;
 		qp->cap.max_recv_sge = 0;
+		/* what a same-host peer needs to deliver a SEND itself: where
+		 * the recv CQ and the SRQ's ring are (direct_send_publish) */
+		if (a->qp_type == IBV_QPT_RC && a->recv_cq && srn_cq(a->recv_cq)->share &&
+		    srn_srq(a->srq)->ring_share) {
+			qp->srq_hdr = srn_rings_alloc(srn_ctx(context), srn_rq_ring_bytes(0),
+						      &qp->srq_hdr_share);
+			if (qp->srq_hdr)
+				qp->srq_hdr->magic = SRN_RINGS_MAGIC;
+		}
 	} else {
 		qp->cap.max_recv_wr = round_pow2(a->cap.max_recv_wr ? a->cap.max_recv_wr : 1);
 		/* the ring has twice the slots the application may fill (see
@@ -278,7 +291,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		srn_cq_recv_qp(qp->recv_cq, qp, true);
 	}
 	if (qp->srq)
-		atomic_fetch_add(&qp->srq->users, 1); /* ibv_destroy_srq: EBUSY */
+		srn_srq_attach(qp->srq, qp->recv_cq, true); /* ibv_destroy_srq: EBUSY */
 	atomic_fetch_add(&ctx->num_objects, 1);
 	return q;
 
@@ -405,7 +418,7 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		atomic_fetch_sub(&qp->recv_cq->users, 1);
 	}
 	if (qp->srq)
-		atomic_fetch_sub(&qp->srq->users, 1);
+		srn_srq_attach(qp->srq, qp->recv_cq, false);
 	atomic_fetch_sub(&ctx->num_objects, 1);
 	qp_free(qp);
 	return 0;

@@ -181,16 +181,33 @@ static int recv_wqe_fill(struct srn_recv_wqe *r, uint32_t max_sge, const struct 
 	return 0;
 }
 
-int srn_wq_post_recv(struct srn_wq *wq, uint32_t max_sge, const struct ibv_recv_wr *wr)
+int srn_rq_ring_post(struct srn_rq_ring *r, uint32_t slots, uint32_t cap, uint32_t max_sge,
+		     uint32_t *head_seen, const struct ibv_recv_wr *wr)
 {
+	uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	struct srn_recv_wqe *slot;
 	int err;
 
-	if (wq->tail - wq->head >= wq->max_wr)
-		return ENOMEM;
-	err = recv_wqe_fill(srn_wq_recv_slot(wq, wq->tail), max_sge, wr);
-	if (!err)
-		wq->tail++;
-	return err;
+	if (t - *head_seen >= cap) {
+		*head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
+		if (t - *head_seen >= cap)
+			return ENOMEM;
+	}
+	slot = &r->wqe[t & (slots - 1)];
+	err = recv_wqe_fill(slot, max_sge, wr);
+	if (err)
+		return err;
+	/* (a peer tells a posted WQE by its seq, the owner's takers by tail) */
+	__atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+	/* as rq_post_recv: the next slot's lines, last read by a peer */
+	if (slots > cap) {
+		slot = &r->wqe[(t + 1) & (slots - 1)];
+		srn_prefetch_w(slot);
+		srn_prefetch_w((char *)slot + 31);
+		srn_prefetch_w(&slot->length);
+	}
+	return 0;
 }
 
 /* How far a same-host peer took our RQ, as the last of its completions

@@ -41,3 +41,13 @@ void srn_rings_free(void *block, size_t bytes, struct srn_mr_share *share)
 	srn_mr_share_put(share);
 	munmap(block, page_round(bytes));
 }
+
+uint32_t srn_ring_tag(void)
+{
+	static _Atomic uint32_t tags;
+	uint32_t t;
+
+	while (!(t = atomic_fetch_add(&tags, 1) + 1))
+		; /* (0 means none) */
+	return t;
+}

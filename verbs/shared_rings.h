@@ -21,7 +21,9 @@
  * copies the WQE at head out and then claims it with a compare-and-swap
  * of head: the copy is valid because an entry is rewritten only after
  * head has passed it.  A peer tells a posted WQE by its seq alone, so the
- * tail's cache line stays with the owner.
+ * tail's cache line stays with the owner.  An SRQ is the same ring (its
+ * producers serialised by the SRQ's lock); each QP on it has a ring of no
+ * WQEs that names its own receive CQ and the SRQ's ring (srq_off).
  *
  * What a peer reads here is checked before use (sizes, SGE counts; keys
  * against the MR directory): a corrupt ring must not crash it.
@@ -42,7 +44,7 @@ struct srn_mr_share;
 #define SRN_CQ_CLOSED (1ull << 63)
 /* (a new layout gets a new magic: a peer running another build of the
  * library refuses the rings and sends packets) */
-#define SRN_RINGS_MAGIC 0x324e5252u  /* "RRN2" */
+#define SRN_RINGS_MAGIC 0x334e5252u  /* "RRN3" */
 #define SRN_RING_HOT_ALIGN 128
 
 enum {
@@ -105,6 +107,14 @@ struct srn_rq_ring {
 	uint32_t tag;                /* nonzero, unique among this process's
 				      * rings (direct_send_publish): names it
 				      * in the receive CQ's rq_hint */
+	uint64_t srq_off;            /* a QP on an SRQ: its ring holds no
+				      * WQEs (max_wr 0) and only says where
+				      * its CQ is; the WQEs are in the SRQ's
+				      * ring at srq_off in the same memfd */
+	_Atomic uint32_t limit_armed; /* an SRQ's ring: its owner armed
+				      * srq_limit; a peer that takes a WQE
+				      * rings the owner's doorbell, which
+				      * checks the limit (verbs/srq.c) */
 	/* (as in srn_cq_ring: a pair of lines each) */
 	_Alignas(SRN_RING_HOT_ALIGN) _Atomic uint32_t head; /* next to take
 				      * (every taker, by CAS) */
@@ -314,6 +324,9 @@ static inline int srn_rq_ring_take(struct srn_rq_ring *r, uint32_t max_wr,
 }
 
 /* ---- allocation (shared_rings.c) -------------------------------------- */
+
+/* A ring's tag: nonzero, never reused in this process. */
+uint32_t srn_ring_tag(void);
 
 /* A ring block of bytes (zeroed), shared with same-host peers when ctx
  * publishes its MRs: *share is then its mr_share backing.  NULL + errno. */

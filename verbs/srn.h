@@ -94,10 +94,12 @@ struct srn_context {
 	uint32_t mrdir_nonce;        /* names this context's MR directory
 				      * (verbs/mr_dir.h); random, never 0 */
 	struct srn_mrdir *mrdir;     /* the published MR directory, or NULL */
-	pthread_mutex_t notify_lock; /* guards notify_cqs */
+	pthread_mutex_t notify_lock; /* guards notify_cqs and srqs */
 	struct srn_cq *notify_cqs;   /* CQs with a completion channel that
 				      * same-host peers complete into: a
 				      * doorbell makes the engine look at them */
+	struct srn_srq *srqs;        /* every SRQ: a doorbell also checks
+				      * their armed limits (peers take WQEs) */
 };
 
 static inline struct srn_context *srn_ctx(struct ibv_context *c)
@@ -240,6 +242,7 @@ struct srn_qp_attr_cache {
 
 struct srn_rc_state;             /* transport/: requester/responder/completer */
 struct srn_srq;                  /* below: shared receive queue */
+struct srn_srq_old;
 
 struct srn_qp {
 	struct ibv_qp_ex ex;         /* ex.qp_base is the ibv_qp */
@@ -258,6 +261,10 @@ struct srn_qp {
 	struct srn_rq_ring *rqs;     /* RQ ring (verbs/shared_rings.h); NULL
 				      * with an SRQ */
 	struct srn_mr_share *rq_share; /* rqs's memfd backing; NULL: private */
+	struct srn_rq_ring *srq_hdr; /* with an SRQ: a ring of no WQEs naming
+				      * the recv CQ and the SRQ's ring, for
+				      * same-host peers; NULL: not shared */
+	struct srn_mr_share *srq_hdr_share;
 	_Atomic uint32_t rq_head_seen; /* rqs->head or less, as last learnt
 				      * (post_recv, or a peer's completion in
 				      * the recv CQ): head is re-read only when
@@ -291,9 +298,23 @@ struct srn_srq {
 				      * an SRQ with the QP lock held) */
 	struct srn_context *ctx;
 	struct srn_pd *pd;
-	struct srn_wq rq;            /* struct srn_recv_wqe ring: head = next
-				      * to take, tail = next free; next unused */
+	struct srn_rq_ring *ring;    /* the WQEs (verbs/shared_rings.h): a
+				      * same-host peer takes from it too */
+	struct srn_mr_share *ring_share; /* its memfd backing; NULL: private */
+	uint32_t max_wr, max_sge;    /* capacity (a power of two), SGEs */
+	uint32_t slots;              /* the ring's (srn_rq_ring_slots) */
+	uint32_t head_seen;          /* ring's head or less, as last learnt:
+				      * post reads head (a line the peer
+				      * taking owns) only when this and the
+				      * hint in hint_cq say full */
+	struct srn_cq *hint_cq;      /* the recv CQ of every QP on it (NULL:
+				      * none, or more than one) */
+	uint32_t hint_cq_qps;        /* QPs on it completing into hint_cq */
+	struct srn_srq_old *retired; /* rings replaced by ibv_modify_srq,
+				      * kept until destroy (a peer may still
+				      * look at them) */
 	uint32_t limit;              /* srq_limit; 0 = not armed */
+	struct srn_srq *next;        /* ctx->srqs (under ctx->notify_lock) */
 	atomic_uint users;           /* QPs attached to it (EBUSY) */
 	atomic_uint events_reported; /* async events posted on it (destroy
 				      * waits until all are acked) */
@@ -307,10 +328,19 @@ static inline struct srn_srq *srn_srq(struct ibv_srq *s)
 /* The transport's receive side: take the oldest posted WQE into *out.
  * 0, or -ENOENT when the SRQ is empty.  When this leaves fewer WQEs than
  * an armed srq_limit, raises IBV_EVENT_SRQ_LIMIT_REACHED once and
- * disarms.  Takes srq->lock (callers may hold the QP lock). */
+ * disarms.  Lock-free unless the limit is armed (then srq->lock; callers
+ * may hold the QP lock). */
 int srn_srq_take(struct srn_srq *srq, struct srn_recv_wqe *out);
-/* WQEs currently posted (takes srq->lock). */
+/* WQEs currently posted. */
 uint32_t srn_srq_count(struct srn_srq *srq);
+/* A QP using srq, its receive CQ recv_cq, is created (attach true) or
+ * destroyed: counts users (ibv_destroy_srq's EBUSY) and keeps track of
+ * whether they all complete into one CQ, whose peer completions then
+ * tell post_srq_recv how far peers took the ring. */
+void srn_srq_attach(struct srn_srq *srq, struct srn_cq *recv_cq, bool attach);
+/* A same-host peer took from one of ctx's SRQs with a limit armed (its
+ * doorbell): raise the limit events now due. */
+void srn_srq_notify_peers(struct srn_context *ctx);
 /* Ops slots (post_srq_recv, create_srq_ex); from srn_ops_init_datapath. */
 void srn_ops_init_srq(struct verbs_context *vctx);
 

@@ -5,6 +5,7 @@
  * do not have. */
 #include "verbs/datapath.h"
 #include "verbs/export.h"
+#include "verbs/shared_rings.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,29 @@ static uint32_t round_pow2(uint32_t v)
 	return r;
 }
 
-static struct srn_recv_wqe *srq_slot(struct srn_srq *srq, uint32_t i)
+/* A ring replaced by ibv_modify_srq: kept, closed, until destroy. */
+struct srn_srq_old {
+	struct srn_rq_ring *ring;
+	struct srn_mr_share *share;
+	uint32_t slots;
+	struct srn_srq_old *next;
+};
+
+/* A ring of slots entries, shared with same-host peers when ctx publishes
+ * its MRs (srn_rings_alloc).  NULL + errno. */
+static struct srn_rq_ring *srq_ring_new(struct srn_context *ctx, uint32_t slots,
+					uint32_t max_sge, struct srn_mr_share **share)
 {
-	return srn_wq_recv_slot(&srq->rq, i);
+	struct srn_rq_ring *r = srn_rings_alloc(ctx, srn_rq_ring_bytes(slots), share);
+
+	if (!r)
+		return NULL;
+	r->magic = SRN_RINGS_MAGIC;
+	r->max_wr = slots;
+	r->tag = srn_ring_tag();
+	r->max_sge = max_sge;
+	atomic_store(&r->open, 1);
+	return r;
 }
 
 /* ---- create ---------------------------------------------------------- */
@@ -42,10 +63,11 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context,
 		errno = ENOMEM;
 		return NULL;
 	}
-	srq->rq.max_wr = round_pow2(attr->max_wr ? attr->max_wr : 1);
-	srq->rq.max_sge = attr->max_sge ? attr->max_sge : 1;
-	srq->rq.wqe = calloc(srq->rq.max_wr, sizeof(struct srn_recv_wqe));
-	if (!srq->rq.wqe) {
+	srq->max_wr = round_pow2(attr->max_wr ? attr->max_wr : 1);
+	srq->max_sge = attr->max_sge ? attr->max_sge : 1;
+	srq->slots = srn_rq_ring_slots(srq->max_wr);
+	srq->ring = srq_ring_new(ctx, srq->slots, srq->max_sge, &srq->ring_share);
+	if (!srq->ring) {
 		free(srq);
 		errno = ENOMEM;
 		return NULL;
@@ -64,11 +86,15 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context,
 	atomic_init(&srq->events_reported, 0);
 
 	/* Granted values go back to the caller, as rdma-core does. */
-	attr->max_wr = srq->rq.max_wr;
-	attr->max_sge = srq->rq.max_sge;
+	attr->max_wr = srq->max_wr;
+	attr->max_sge = srq->max_sge;
 	attr->srq_limit = 0;
 	atomic_fetch_add(&srq->pd->users, 1);
 	atomic_fetch_add(&ctx->num_objects, 1);
+	pthread_mutex_lock(&ctx->notify_lock);
+	srq->next = ctx->srqs;
+	ctx->srqs = srq;
+	pthread_mutex_unlock(&ctx->notify_lock);
 	return &srq->ibv;
 }
 
@@ -112,26 +138,51 @@ static struct ibv_srq *srn_create_srq_ex(struct ibv_context *context,
 
 /* ---- modify / query -------------------------------------------------- */
 
-/* Resize the ring to at least want entries, keeping the posted WQEs in
- * order.  srq->lock held.  0 or errno. */
+static uint32_t srq_posted(struct srn_srq *srq)
+{
+	return atomic_load_explicit(&srq->ring->tail, memory_order_acquire) -
+	       atomic_load_explicit(&srq->ring->head, memory_order_acquire);
+}
+
+/* Move the posted WQEs, in order, to a new ring of at least want slots.
+ * srq->lock held.  The old ring is closed first and each WQE taken from
+ * it as any taker does (a same-host peer that looked before the close
+ * may still take one: it is then delivered, not copied); peers go back
+ * to packets until the QP's info is published again.  0 or errno. */
 static int srq_resize(struct srn_srq *srq, uint32_t want)
 {
-	uint32_t cap = round_pow2(want ? want : 1);
-	uint32_t count = srq->rq.tail - srq->rq.head, i;
-	struct srn_recv_wqe *ring;
+	uint32_t cap = round_pow2(want ? want : 1), slots = srn_rq_ring_slots(cap);
+	struct srn_srq_old *old;
+	struct srn_rq_ring *ring;
+	struct srn_mr_share *share;
+	struct srn_recv_wqe w;
 
-	if (cap == srq->rq.max_wr)
+	if (cap == srq->max_wr)
 		return 0;
-	ring = calloc(cap, sizeof(*ring));
-	if (!ring)
+	old = calloc(1, sizeof(*old));
+	ring = old ? srq_ring_new(srq->ctx, slots, srq->max_sge, &share) : NULL;
+	if (!ring) {
+		free(old);
 		return ENOMEM;
-	for (i = 0; i < count; i++)
-		ring[i] = *srq_slot(srq, srq->rq.head + i);
-	free(srq->rq.wqe);
-	srq->rq.wqe = ring;
-	srq->rq.max_wr = cap;
-	srq->rq.head = 0;
-	srq->rq.tail = count;
+	}
+	atomic_store(&ring->limit_armed, atomic_load(&srq->ring->limit_armed));
+	atomic_store(&srq->ring->open, 0);
+	/* (at most cap: posts wait for our lock, and cap >= what was posted) */
+	for (uint32_t t = 0; t < cap && srn_rq_ring_take(srq->ring, srq->slots, &w) == 0; t++) {
+		w.seq = t + 1;
+		ring->wqe[t] = w;
+		atomic_store_explicit(&ring->tail, t + 1, memory_order_release);
+	}
+	old->ring = srq->ring;
+	old->share = srq->ring_share;
+	old->slots = srq->slots;
+	old->next = srq->retired;
+	srq->retired = old;
+	__atomic_store_n(&srq->ring, ring, __ATOMIC_RELEASE);
+	srq->ring_share = share;
+	srq->max_wr = cap;
+	srq->slots = slots;
+	srq->head_seen = 0;
 	return 0;
 }
 
@@ -152,11 +203,11 @@ SRN_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		return EINVAL;
 	srq = srn_srq(ibsrq);
 	pthread_mutex_lock(&srq->lock);
-	max_wr = srq->rq.max_wr;
+	max_wr = srq->max_wr;
 	limit = srq->limit;
 	if (mask & IBV_SRQ_MAX_WR) {
 		if (attr->max_wr == 0 || attr->max_wr > SRN_MAX_SRQ_WR ||
-		    attr->max_wr < srq->rq.tail - srq->rq.head)
+		    attr->max_wr < srq_posted(srq))
 			err = EINVAL;
 		max_wr = round_pow2(attr->max_wr);
 	}
@@ -169,8 +220,10 @@ SRN_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		err = srq_resize(srq, max_wr);
 	if (!err) {
 		srq->limit = limit;
+		/* seen by a peer after its take: it then rings our doorbell */
+		atomic_store(&srq->ring->limit_armed, limit != 0);
 		if (mask & IBV_SRQ_MAX_WR)
-			attr->max_wr = srq->rq.max_wr;
+			attr->max_wr = srq->max_wr;
 	}
 	pthread_mutex_unlock(&srq->lock);
 	return err;
@@ -185,14 +238,56 @@ SRN_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 		return EINVAL;
 	srq = srn_srq(ibsrq);
 	pthread_mutex_lock(&srq->lock);
-	attr->max_wr = srq->rq.max_wr;
-	attr->max_sge = srq->rq.max_sge;
+	attr->max_wr = srq->max_wr;
+	attr->max_sge = srq->max_sge;
 	attr->srq_limit = srq->limit;
 	pthread_mutex_unlock(&srq->lock);
 	return 0;
 }
 
 /* ---- post / take ----------------------------------------------------- */
+
+/* How far same-host peers took the ring, as the last of their
+ * completions the receive CQ's pollers consumed told (as a QP's
+ * rq_head_hint, verbs/qp_post.c), into head_seen: post then need not
+ * read head, a line the peers own.  srq->lock held. */
+static void srq_head_hint(struct srn_srq *srq)
+{
+	struct srn_cq_ring *cr;
+	uint64_t v;
+	uint32_t t, h;
+
+	if (!srq->hint_cq)
+		return;
+	cr = __atomic_load_n(&srq->hint_cq->ring, __ATOMIC_ACQUIRE);
+	v = atomic_load_explicit(&cr->rq_hint, memory_order_relaxed);
+	t = atomic_load_explicit(&srq->ring->tail, memory_order_relaxed);
+	h = (uint32_t)v;
+	/* (another ring's, or older than what we know: no use) */
+	if ((uint32_t)(v >> 32) == srq->ring->tag && t - h <= srq->max_wr &&
+	    h - srq->head_seen <= srq->max_wr)
+		srq->head_seen = h;
+}
+
+void srn_srq_attach(struct srn_srq *srq, struct srn_cq *recv_cq, bool attach)
+{
+	pthread_mutex_lock(&srq->lock);
+	if (attach) {
+		if (atomic_fetch_add(&srq->users, 1) == 0) {
+			srq->hint_cq = recv_cq;
+			srq->hint_cq_qps = 0;
+		}
+		if (recv_cq == srq->hint_cq)
+			srq->hint_cq_qps++;
+		else
+			srq->hint_cq = NULL; /* several CQs: no hint */
+	} else {
+		if (srq->hint_cq && recv_cq == srq->hint_cq && !--srq->hint_cq_qps)
+			srq->hint_cq = NULL;
+		atomic_fetch_sub(&srq->users, 1);
+	}
+	pthread_mutex_unlock(&srq->lock);
+}
 
 /* ops.post_srq_recv.  EINVAL for a bad scatter list, ENOMEM when full;
  * *bad_wr = the first WR not posted (those before it are posted). */
@@ -203,8 +298,10 @@ static int srn_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	int err = 0;
 
 	pthread_mutex_lock(&srq->lock);
+	srq_head_hint(srq);
 	for (; wr; wr = wr->next) {
-		err = srn_wq_post_recv(&srq->rq, srq->rq.max_sge, wr);
+		err = srn_rq_ring_post(srq->ring, srq->slots, srq->max_wr, srq->max_sge,
+				       &srq->head_seen, wr);
 		if (err)
 			break;
 	}
@@ -216,22 +313,17 @@ static int srn_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	return err;
 }
 
-int srn_srq_take(struct srn_srq *srq, struct srn_recv_wqe *out)
+/* Raise the limit event if the WQEs fell below the armed limit: once,
+ * then the limit reads 0 (disarmed) until armed again. */
+static void srq_check_limit(struct srn_srq *srq)
 {
 	struct ibv_async_event ev;
 	bool fire = false;
 
 	pthread_mutex_lock(&srq->lock);
-	if (srq->rq.head == srq->rq.tail) {
-		pthread_mutex_unlock(&srq->lock);
-		return -ENOENT;
-	}
-	*out = *srq_slot(srq, srq->rq.head);
-	srq->rq.head++;
-	/* The event fires when the WQE count drops below the armed limit,
-	 * once; the limit then reads 0 (disarmed) until armed again. */
-	if (srq->limit && srq->rq.tail - srq->rq.head < srq->limit) {
+	if (srq->limit && srq_posted(srq) < srq->limit) {
 		srq->limit = 0;
+		atomic_store(&srq->ring->limit_armed, 0);
 		fire = true;
 	}
 	pthread_mutex_unlock(&srq->lock);
@@ -242,6 +334,24 @@ int srn_srq_take(struct srn_srq *srq, struct srn_recv_wqe *out)
 		atomic_fetch_add(&srq->events_reported, 1);
 		srn_async_post(srq->ctx, &ev);
 	}
+}
+
+int srn_srq_take(struct srn_srq *srq, struct srn_recv_wqe *out)
+{
+	bool armed;
+	int err;
+
+	/* (the lock keeps ring and slots together across a resize; a
+	 * same-host peer takes from the ring without it, by the same
+	 * compare-and-swap) */
+	pthread_mutex_lock(&srq->lock);
+	err = srn_rq_ring_take(srq->ring, srq->slots, out);
+	armed = srq->limit != 0;
+	pthread_mutex_unlock(&srq->lock);
+	if (err)
+		return -ENOENT;
+	if (armed)
+		srq_check_limit(srq);
 	return 0;
 }
 
@@ -250,9 +360,23 @@ uint32_t srn_srq_count(struct srn_srq *srq)
 	uint32_t n;
 
 	pthread_mutex_lock(&srq->lock);
-	n = srq->rq.tail - srq->rq.head;
+	n = srq_posted(srq);
 	pthread_mutex_unlock(&srq->lock);
 	return n;
+}
+
+void srn_srq_notify_peers(struct srn_context *ctx)
+{
+	pthread_mutex_lock(&ctx->notify_lock);
+	for (struct srn_srq *srq = ctx->srqs; srq; srq = srq->next) {
+		/* (without srq->lock: a ring a resize replaces stays mapped
+		 * until destroy, which unlinks the SRQ first) */
+		struct srn_rq_ring *r = __atomic_load_n(&srq->ring, __ATOMIC_ACQUIRE);
+
+		if (atomic_load(&r->limit_armed))
+			srq_check_limit(srq);
+	}
+	pthread_mutex_unlock(&ctx->notify_lock);
 }
 
 /* ---- destroy --------------------------------------------------------- */
@@ -273,12 +397,27 @@ SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 		pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
 	pthread_mutex_unlock(&ibsrq->mutex);
 
+	pthread_mutex_lock(&srq->ctx->notify_lock);
+	for (struct srn_srq **pp = &srq->ctx->srqs; *pp; pp = &(*pp)->next)
+		if (*pp == srq) {
+			*pp = srq->next;
+			break;
+		}
+	pthread_mutex_unlock(&srq->ctx->notify_lock);
 	atomic_fetch_sub(&srq->pd->users, 1);
 	atomic_fetch_sub(&srq->ctx->num_objects, 1);
 	pthread_cond_destroy(&ibsrq->cond);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_mutex_destroy(&srq->lock);
-	free(srq->rq.wqe);
+	atomic_store(&srq->ring->open, 0);
+	srn_rings_free(srq->ring, srn_rq_ring_bytes(srq->slots), srq->ring_share);
+	while (srq->retired) {
+		struct srn_srq_old *o = srq->retired;
+
+		srq->retired = o->next;
+		srn_rings_free(o->ring, srn_rq_ring_bytes(o->slots), o->share);
+		free(o);
+	}
 	free(srq);
 	return 0;
 }

@@ -142,6 +142,54 @@ static __attribute__((unused)) int t_connect(struct t_end *e, uint32_t my_psn, c
 		       ? -1 : 0;
 }
 
+/* The sum of counter name as the engines printed it at
+ * ibv_close_device with SOFTRNIC_LOG=debug (stderr redirected to f). */
+static __attribute__((unused)) unsigned long long t_counter_sum(FILE *f, const char *name)
+{
+	char line[512], n[64];
+	unsigned long long v, sum = 0;
+
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "softrnic[%*d]: %63s %llu", n, &v) == 2 && !strcmp(n, name))
+			sum += v;
+	return sum;
+}
+
+/* Echo to stdout what CHECK and t_wait wrote into f while stderr went
+ * there. */
+static __attribute__((unused)) void t_echo_failures(FILE *f)
+{
+	char line[512];
+
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "FAIL", 4) || !strncmp(line, "t_wait", 6))
+			fputs(line, stdout);
+}
+
+/* An RC QP of e's PD and CQ receiving through srq, in INIT; NULL on
+ * failure. */
+static __attribute__((unused)) struct ibv_qp *t_srq_qp(struct t_end *e, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = e->cq, .recv_cq = e->cq, .srq = srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_send_sge = 1 },
+	};
+	struct ibv_qp_attr at = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+	struct ibv_qp *qp = ibv_create_qp(e->pd, &qa);
+
+	if (qp && ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				IBV_QP_ACCESS_FLAGS)) {
+		ibv_destroy_qp(qp);
+		qp = NULL;
+	}
+	return qp;
+}
+
 static __attribute__((unused)) uint64_t now_ms(void)
 {
 	struct timespec ts;

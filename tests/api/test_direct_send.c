@@ -30,18 +30,6 @@
 #include <poll.h>
 #include <stdbool.h>
 
-static unsigned long long counter_sum(FILE *f, const char *name)
-{
-	char line[512], n[64];
-	unsigned long long v, sum = 0;
-
-	rewind(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "softrnic[%*d]: %63s %llu", n, &v) == 2 && !strcmp(n, name))
-			sum += v;
-	return sum;
-}
-
 /* A signaled SEND-type WR from e's buffer at off. */
 static int send_wr(struct t_end *e, enum ibv_wr_opcode op, uint64_t off, uint32_t len,
 		   uint32_t imm, uint64_t wr_id)
@@ -393,20 +381,14 @@ int main(void)
 	fflush(stderr);
 	dup2(err2, 2);
 	f = fdopen(logfd, "r");
-	direct = f ? counter_sum(f, "direct_send") : 0;
-	direct_w = f ? counter_sum(f, "direct_write") : 0;
-	fallback = f ? counter_sum(f, "direct_fallback") : 0;
+	direct = f ? t_counter_sum(f, "direct_send") : 0;
+	direct_w = f ? t_counter_sum(f, "direct_write") : 0;
+	fallback = f ? t_counter_sum(f, "direct_fallback") : 0;
 	printf("direct_send %llu, direct_write %llu, direct_fallback %llu\n", direct, direct_w,
 	       fallback);
 	/* what CHECK wrote while stderr went to the file */
-	if (f) {
-		char line[512];
-
-		rewind(f);
-		while (fgets(line, sizeof(line), f))
-			if (!strncmp(line, "FAIL", 4) || !strncmp(line, "t_wait", 6))
-				fputs(line, stdout);
-	}
+	if (f)
+		t_echo_failures(f);
 	/* basic 8 + pipeline 200 + the first chain's 2 (and its WRITE) + 1
 	 * after the RNR chain (which went as packets) + one at a time 2-3 +
 	 * the channel QP's 3 + resize 5 (after it, packets) + the bad lkey

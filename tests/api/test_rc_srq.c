@@ -31,18 +31,8 @@ int main(void)
 		return 77;
 	}
 	for (int i = 0; i < 2; i++) {
-		struct ibv_qp_init_attr qa = {
-			.send_cq = r.cq, .recv_cq = r.cq, .srq = srq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 16, .max_send_sge = 1 },
-		};
-		struct ibv_qp_attr at = {
-			.qp_state = IBV_QPS_INIT, .port_num = 1,
-			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-		};
-
-		rq[i] = ibv_create_qp(r.pd, &qa);
-		CHECK(rq[i] && !ibv_modify_qp(rq[i], &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), "srq qp");
+		rq[i] = t_srq_qp(&r, srq);
+		CHECK(rq[i], "srq qp");
 		/* reuse t_connect through a t_end view of this QP */
 		struct t_end view = r;
 
