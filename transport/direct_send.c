@@ -163,13 +163,16 @@ fail:
 	return false;
 }
 
-/* The target's buffers for len bytes of the receive WQE at slot, mapped
- * here, into dst: their count, or -1 where the responder would not accept
- * them.  The slot is read in place before it is claimed: another taker
- * may claim it meanwhile and its owner rewrite it, so each SGE is read
- * once and checked (the claim then fails and the result is dropped). */
+/* The target's buffers for len bytes of the receive WQE at slot into
+ * dst (mapped here) and raddr (at the owner's addresses): their count,
+ * or -1 where the responder would not accept them.  A buffer not mapped
+ * here (file-backed memory, a page the MR shares with other data) is
+ * reached with process_vm_writev when vm is given (*vm set), else -1.
+ * The slot is read in place before it is claimed: another taker may
+ * claim it meanwhile and its owner rewrite it, so each SGE is read once
+ * and checked (the claim then fails and the result is dropped). */
 static int recv_map(struct direct_qp *d, const struct srn_recv_wqe *slot, uint32_t nsge,
-		    uint64_t len, struct iovec *dst)
+		    uint64_t len, struct iovec *dst, uint64_t *raddr, bool *vm)
 {
 	int n = 0;
 
@@ -183,10 +186,16 @@ static int recv_map(struct direct_qp *d, const struct srn_recv_wqe *slot, uint32
 		if (!take)
 			continue;
 		if (!direct_mr_range(direct_mr_get(d, g.lkey), g.addr, take,
-				     IBV_ACCESS_LOCAL_WRITE, &ptr, &vaddr) || !ptr)
+				     IBV_ACCESS_LOCAL_WRITE, &ptr, &vaddr))
 			return -1;
+		if (!ptr) {
+			if (!vm || peer_is_self(d->peer) || !peer_vm_usable(d->peer))
+				return -1;
+			*vm = true;
+		}
 		dst[n].iov_base = ptr;
 		dst[n].iov_len = take;
+		raddr[n] = vaddr;
 		n++;
 		len -= take;
 	}
@@ -321,6 +330,9 @@ struct direct_msg {
 	uint32_t imm_data;
 	uint64_t remote_addr;        /* write only */
 	uint32_t rkey;
+	bool vm_ok;                  /* may write receive buffers with
+				      * process_vm_writev (a WQE: a failure
+				      * after the claim can fail it) */
 };
 
 /* The target polls the completion slot we will write next: ask for it
@@ -338,15 +350,18 @@ static void cqe_prefetch(const struct direct_qp *d)
 }
 
 /* Deliver m: 1 done (the target's completion is published), 0 nothing
- * changed (packets), -EAGAIN no receive WQE or no room in its CQ yet. */
+ * changed (packets), -EAGAIN no receive WQE or no room in its CQ yet,
+ * -EIO the receive buffers could not be written after the WQE was taken
+ * (its completion says IBV_WC_LOC_PROT_ERR). */
 static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct direct_msg *m)
 {
 	struct iovec dst[SRN_MAX_SGE];
+	uint64_t raddr[SRN_MAX_SGE];
 	uint64_t len = m->len, idx, r_wr_id = 0;
 	struct srn_rq_ring *rq;
 	struct srn_cqe_slot *cqe;
 	uint32_t r_head = 0;
-	bool rnr = false, limit = false;
+	bool rnr = false, limit = false, vm = false, failed = false;
 	int nd = -1, ret;
 
 	if (!rings_attach(d) || !atomic_load_explicit(&d->rq->open, memory_order_relaxed))
@@ -382,8 +397,11 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 		if (m->write)
 			nd = len ? 1 : 0;
 		else
-			nd = recv_map(d, slot, slot->num_sge, len, dst);
-		if (nd < 0)
+			nd = recv_map(d, slot, slot->num_sge, len, dst, raddr,
+				      m->vm_ok ? &vm : NULL);
+		/* (process_vm_* known to work with this peer before a WQE
+		 * is taken: a refusal then means packets, not a failed WQE) */
+		if (nd < 0 || (vm && !peer_vm_proven(d->peer, raddr[0])))
 			break;
 		if (atomic_compare_exchange_strong_explicit(&rq->head, &h, h + 1,
 							    memory_order_seq_cst,
@@ -408,15 +426,22 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 	return 0;
 
 take:
-	scatter(m->src, m->ns, dst, nd, peer_is_self(d->peer));
+	if (vm) {
+		for (int i = 0; i < nd; i++)
+			dst[i].iov_base = (void *)(uintptr_t)raddr[i];
+		failed = peer_vm_writev(d->peer, m->src, m->ns, dst, nd) != 0;
+		rc_count(rc, SRN_CNT_direct_vm);
+	} else {
+		scatter(m->src, m->ns, dst, nd, peer_is_self(d->peer));
+	}
 	/* the completion is written in place, every field (the owner copies
 	 * the whole struct): no copy of a half-written one on the stack */
 	cqe = srn_cq_ring_slot(d->cq, d->cq_size, idx);
 	cqe->wc.wr_id = r_wr_id;
-	cqe->wc.status = IBV_WC_SUCCESS;
+	cqe->wc.status = failed ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS;
 	cqe->wc.opcode = m->write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
 	cqe->wc.vendor_err = 0;
-	cqe->wc.byte_len = (uint32_t)len;
+	cqe->wc.byte_len = failed ? 0 : (uint32_t)len;
 	cqe->wc.imm_data = m->imm ? m->imm_data : 0;
 	cqe->wc.wc_flags = m->imm ? IBV_WC_WITH_IMM : 0;
 	cqe->wc.qp_num = rc->dqpn;
@@ -438,7 +463,7 @@ take:
 	__builtin_prefetch(&rq->wqe[r_head & (d->rq_max_wr - 1)]);
 	__builtin_prefetch((const char *)&rq->wqe[r_head & (d->rq_max_wr - 1)] + 31);
 	d->rnr_since = 0;
-	return 1;
+	return failed ? -EIO : 1;
 }
 
 int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
@@ -453,6 +478,7 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 		.imm_data = w->imm_data,
 		.remote_addr = w->remote_addr,
 		.rkey = w->rkey,
+		.vm_ok = true,
 	};
 	int ret;
 
@@ -465,6 +491,13 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 	ret = deliver(rc, d, &m);
 	if (ret == 1)
 		direct_complete(rc, w, m.write ? SRN_CNT_direct_write : SRN_CNT_direct_send);
+	if (ret == -EIO) {
+		/* The target's memory went away under a registered MR (it
+		 * failed its receive): the protocol's answer to a responder's
+		 * local error, w (at the head) failed and the QP in error. */
+		completer_fail(rc, IBV_WC_REM_OP_ERR);
+		ret = 1;
+	}
 	return ret;
 }
 

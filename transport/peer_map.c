@@ -40,6 +40,7 @@ struct peer {
 	int refs;                    /* direct-path QP caches holding it */
 	bool self;                   /* the peer is this process */
 	bool vm_denied;              /* process_vm_* refused: don't retry */
+	bool vm_ok;                  /* process_vm_* worked once */
 	int pidfd;                   /* readable once pid exits; -1: none */
 	int dirfd;                   /* MR directory file, kept to remap */
 	struct srn_mrdir_entry *ent; /* directory entries (read-only) */
@@ -344,8 +345,10 @@ static int vm_copy(struct peer *p, bool write, uint64_t addr, const struct iovec
 		return -1;
 	got = write ? process_vm_writev(p->pid, iov, (unsigned long)n, &r, 1, 0)
 		    : process_vm_readv(p->pid, iov, (unsigned long)n, &r, 1, 0);
-	if (got == (ssize_t)len)
+	if (got == (ssize_t)len) {
+		p->vm_ok = true;
 		return 0;
+	}
 	if (got < 0 && (errno == EPERM || errno == ENOSYS))
 		vm_denied(p, write ? "process_vm_writev" : "process_vm_readv", errno);
 	return -1;
@@ -354,6 +357,39 @@ static int vm_copy(struct peer *p, bool write, uint64_t addr, const struct iovec
 int peer_vm_write(struct peer *p, uint64_t addr, const struct iovec *iov, int n, size_t len)
 {
 	return vm_copy(p, true, addr, iov, n, len);
+}
+
+int peer_vm_writev(struct peer *p, const struct iovec *iov, int n, const struct iovec *to,
+		   int nt)
+{
+	size_t len = 0;
+	ssize_t got;
+
+	for (int i = 0; i < nt; i++)
+		len += to[i].iov_len;
+	if (len == 0)
+		return 0;
+	if (p->vm_denied)
+		return -1;
+	got = process_vm_writev(p->pid, iov, (unsigned long)n, to, (unsigned long)nt, 0);
+	if (got == (ssize_t)len) {
+		p->vm_ok = true;
+		return 0;
+	}
+	if (got < 0 && (errno == EPERM || errno == ENOSYS))
+		vm_denied(p, "process_vm_writev", errno);
+	return -1;
+}
+
+bool peer_vm_proven(struct peer *p, uint64_t addr)
+{
+	char c;
+	struct iovec l = { &c, 1 };
+
+	if (p->vm_ok)
+		return true;
+	/* a harmless look (a read of one byte the MR lets us write) */
+	return vm_copy(p, false, addr, &l, 1, 1) == 0;
 }
 
 int peer_vm_read(struct peer *p, uint64_t addr, const struct iovec *iov, int n, size_t len)

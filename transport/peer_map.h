@@ -70,5 +70,11 @@ int peer_vm_write(struct peer *p, uint64_t addr, const struct iovec *iov, int n,
 		  size_t len);
 int peer_vm_read(struct peer *p, uint64_t addr, const struct iovec *iov, int n,
 		 size_t len);
+/* The same into the peer's ranges to[0..nt) (their total = iov's). */
+int peer_vm_writev(struct peer *p, const struct iovec *iov, int n, const struct iovec *to,
+		   int nt);
+/* Has process_vm_* worked with p?  If not yet, tries a read of one byte
+ * at addr (the peer's) and says whether that worked. */
+bool peer_vm_proven(struct peer *p, uint64_t addr);
 
 #endif

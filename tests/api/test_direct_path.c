@@ -70,7 +70,7 @@ struct info {                        /* what one side tells the other */
 	union ibv_gid gid;
 };
 
-enum { C_HASH = 1, C_FILL, C_RECV, C_WAITRECV, C_PONG, C_RECONNECT, C_EXIT };
+enum { C_HASH = 1, C_FILL, C_RECV, C_RECV_FB, C_WAITRECV, C_PONG, C_RECONNECT, C_EXIT };
 
 struct cmd {
 	uint32_t op, arg;
@@ -313,11 +313,13 @@ static int target(int sa, const int sb[NB])
 			memset(e.buf + c.off, (int)c.arg, c.len);
 			break;
 		case C_RECV:
+		case C_RECV_FB: /* (in the file-backed MR, wr_ids from 2000) */
 			for (uint32_t i = 0; i < c.arg; i++) {
-				struct ibv_sge sge = { (uintptr_t)e.buf + c.off + i * c.len,
-						       (uint32_t)c.len, e.mr->lkey };
-				struct ibv_recv_wr wr = { .wr_id = 1000 + i, .sg_list = &sge,
-							  .num_sge = 1 }, *bad;
+				bool fb = c.op == C_RECV_FB;
+				struct ibv_sge sge = { (uintptr_t)(fb ? e.fb : e.buf) + c.off + i * c.len,
+						       (uint32_t)c.len, (fb ? e.mr_fb : e.mr)->lkey };
+				struct ibv_recv_wr wr = { .wr_id = (fb ? 2000 : 1000) + i,
+							  .sg_list = &sge, .num_sge = 1 }, *bad;
 
 				r.v[0] |= (uint64_t)ibv_post_recv(e.qp[0], &wr, &bad);
 			}
@@ -328,7 +330,7 @@ static int target(int sa, const int sb[NB])
 			r.v[1] = wc.status;
 			r.v[2] = wc.byte_len;
 			/* what is in memory when the receive completes */
-			r.v[3] = c.len ? fnv(e.buf + c.off, c.len) : 0;
+			r.v[3] = c.len ? fnv((c.arg == 2 ? e.fb : e.buf) + c.off, c.len) : 0;
 			break;
 		case C_PONG:
 			target_pong(&e, &peer[0], &r);
@@ -547,7 +549,33 @@ static void file_backed(struct ep *e, const struct info *t)
 			"file-backed FETCH_ADD %llu: %s orig %llu", (unsigned long long)k,
 			ibv_wc_status_str(wc.status), (unsigned long long)*res);
 	}
-	T_OK(t_fails == f, "file-backed MR (no memfd): 256 KiB WRITE, READ back, 2 FETCH_ADDs");
+	/* SENDs into receive buffers there: process_vm_writev, the WQE
+	 * taken first (a 2-SGE send: two local pieces into one buffer) */
+	T_CHECK(tcmd(C_RECV_FB, 2, 512 * 1024, 65536).v[0] == 0, "receives in file-backed memory");
+	for (uint32_t k = 0; k < 2; k++) {
+		uint32_t l = k ? 65536 : 100;
+		struct ibv_sge s2[2] = {
+			{ (uintptr_t)e->buf, l / 2, e->mr->lkey },
+			{ (uintptr_t)e->buf + 4096, l - l / 2, e->mr->lkey },
+		};
+		uint8_t *whole = e->buf + RB_OFF;
+		struct rep r;
+
+		pattern(e->buf, l / 2, 40 + k);
+		pattern(e->buf + 4096, l - l / 2, 50 + k);
+		memcpy(whole, e->buf, l / 2);
+		memcpy(whole + l / 2, e->buf + 4096, l - l / 2);
+		T_CHECK(!post(e->qp[0], IBV_WR_SEND, s2, 2, 0, 0, 20 + k, 0) &&
+			!wait_wc(e->scq, &wc) && wc.status == IBV_WC_SUCCESS,
+			"SEND into file-backed memory: %s", ibv_wc_status_str(wc.status));
+		r = tcmd(C_WAITRECV, 2, 512 * 1024 + k * 65536, l);
+		T_CHECK(r.v[0] == 2000 + k && r.v[1] == IBV_WC_SUCCESS && r.v[2] == l &&
+			r.v[3] == fnv(whole, l), "file-backed receive %u: wr_id %llu status %llu "
+			"len %llu data %s", k, (unsigned long long)r.v[0], (unsigned long long)r.v[1],
+			(unsigned long long)r.v[2], r.v[3] == fnv(whole, l) ? "ok" : "WRONG");
+	}
+	T_OK(t_fails == f, "file-backed MR (no memfd): 256 KiB WRITE, READ back, 2 FETCH_ADDs, "
+	     "SENDs of 100 B and 64 KiB into receives there");
 }
 
 static void ordering(struct ep *e, const struct info *t)
@@ -925,7 +953,8 @@ int main(void)
 		if (vm_denied)
 			printf("process_vm_* refused here: file-backed memory went by packets\n");
 		else
-			T_OK(cnt[4] >= 2, "file-backed memory: WRITE and READ by process_vm_*");
+			T_OK(cnt[4] >= 4, "file-backed memory: WRITE, READ and 2 SENDs by "
+			     "process_vm_* (%llu)", cnt[4]);
 	}
 	return t_summary();
 }
