@@ -40,8 +40,8 @@ void direct_publish(struct srn_rc_state *rc)
 
 	if (!rc->eng || !rc->eng->reg)
 		return;
-	if (rc->type != IBV_QPT_RC || !rc->path_ok || !net_shm_allowed() ||
-	    (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD)) {
+	if ((rc->type != IBV_QPT_RC && rc->type != IBV_QPT_UC) || !rc->path_ok ||
+	    !net_shm_allowed() || (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD)) {
 		net_registry_publish(rc->eng->reg, rc->qpn, NULL);
 		return;
 	}
@@ -117,7 +117,8 @@ static struct direct_qp *direct_qp_get(struct srn_rc_state *rc)
 	rc->direct = d;
 	/* Only a destination on this host can be reached in memory; the
 	 * registry is this host's, so its QPN must be too. */
-	d->off = !net_direct_enabled() || rc->type != IBV_QPT_RC || !eng->reg ||
+	d->off = !net_direct_enabled() || (rc->type != IBV_QPT_RC && rc->type != IBV_QPT_UC) ||
+		 !eng->reg ||
 		 rc->peer.family != eng->udp.local.family ||
 		 !net_addr_is_local(rc->peer.family, rc->peer.ip) ||
 		 !(d->qgen = net_registry_qpinfo_seq(eng->reg, rc->dqpn));
@@ -153,7 +154,7 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 	d->gen = gen;
 	/* connected to exactly this QP at this address, and able to
 	 * receive (a responder executes in RTR and RTS) */
-	if (in.type != IBV_QPT_RC || (in.state != IBV_QPS_RTR && in.state != IBV_QPS_RTS) ||
+	if (in.type != rc->type || (in.state != IBV_QPS_RTR && in.state != IBV_QPS_RTS) ||
 	    in.dqpn != rc->qpn || in.dfamily != eng->udp.local.family ||
 	    memcmp(in.dip, eng->udp.local.ip, ip_len(in.dfamily))) {
 		srn_dbg(eng, "qp %u: direct: qpn %u not usable (type %u state %u dqpn %u)",
@@ -516,6 +517,15 @@ int direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	d = direct_qp_get(rc);
 	if (!d)
 		return false;
+	/* (UC after packets: once the target took them all in, or they are
+	 * old enough that none can still be on their way: one sent before
+	 * the target was ready may have been dropped and never counted) */
+	if (d->uc_packets && direct_qp_check(rc, d) &&
+	    (direct_send_uc_landed(d, rc->req_psn) ||
+	     net_coarse_ns() - d->uc_packets_ns > DIRECT_UC_STALE_NS))
+		d->uc_packets = false;
+	if (d->uc_packets)
+		return false;
 	if (w->length > SRN_MAX_MSG_SIZE || !direct_qp_check(rc, d) ||
 	    (need && !(d->access & need))) {
 		done = 0;
@@ -528,8 +538,17 @@ int direct_try(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	} else {
 		done = do_atomic(rc, d, w);
 	}
-	if (!done)
+	if (!done) {
 		rc_count(rc, SRN_CNT_direct_fallback);
+		/* UC: no ACK says when packets sent now have landed, so a
+		 * later message delivered here could overtake them: the QP
+		 * stays on packets until the target's responder has taken
+		 * them all in (its uc_epsn). */
+		if (rc->type == IBV_QPT_UC) {
+			d->uc_packets = true;
+			d->uc_packets_ns = net_coarse_ns();
+		}
+	}
 	return done;
 }
 
@@ -559,7 +578,7 @@ int srn_transport_post_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint
 	uint64_t vaddr;
 	char *dst = NULL;
 
-	if (!d || d->off)
+	if (!d || d->off || d->uc_packets)
 		return 0;
 	/* The target may be spinning on the lines we are about to write:
 	 * ask for them first, so they move while we check. */
@@ -575,8 +594,8 @@ int srn_transport_post_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint
 		direct_send_prefetch(d);
 	}
 	/* nothing that would hold a new WQE back */
-	if (rc->type != IBV_QPT_RC || !rc->path_ok || rc->rnr_wait || rc->resume_at ||
-	    rc_state(rc) != IBV_QPS_RTS || !direct_qp_check(rc, d))
+	if ((rc->type != IBV_QPT_RC && rc->type != IBV_QPT_UC) || !rc->path_ok || rc->rnr_wait ||
+	    rc->resume_at || rc_state(rc) != IBV_QPS_RTS || !direct_qp_check(rc, d))
 		return 0;
 	if (write && !(d->access & IBV_ACCESS_REMOTE_WRITE))
 		return 0;

@@ -40,8 +40,16 @@ struct direct_mr {
 	struct peer_memfd *mh;       /* the memfd mapping held, or NULL */
 };
 
+/* A UC packet to a same-host peer is taken in (or dropped) long before
+ * this; one sent before the target was ready may never be counted. */
+enum { DIRECT_UC_STALE_NS = 100 * 1000 * 1000 };
+
 struct direct_qp {
-	bool off;                    /* not a same-host RC peer: never */
+	bool off;                    /* not a same-host RC or UC peer: never */
+	bool uc_packets;             /* UC: a message went as packets; the
+				      * next go so too until they landed (so
+				      * they keep their order) */
+	uint64_t uc_packets_ns;      /* when (coarse clock) */
 	const _Atomic uint32_t *qgen; /* target slot's seqlock word */
 	bool have;                   /* gen/qp_ok hold a verdict */
 	uint32_t gen;                /* generation of that verdict */
@@ -110,6 +118,9 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 struct ibv_send_wr;
 int direct_send_wr(struct srn_rc_state *rc, struct direct_qp *d, const struct ibv_send_wr *wr,
 		   uint32_t len, const struct iovec *src);
+/* direct_send.c: has the UC target's responder taken in every packet
+ * before psn (its uc_epsn)? */
+bool direct_send_uc_landed(struct direct_qp *d, uint32_t psn);
 /* direct_send.c: ask now for the line of the peer's next completion slot
  * (the peer spins on it; it moves while we check). */
 void direct_send_prefetch(const struct direct_qp *d);

@@ -351,8 +351,9 @@ static void cqe_prefetch(const struct direct_qp *d)
 
 /* Deliver m: 1 done (the target's completion is published), 0 nothing
  * changed (packets), -EAGAIN no receive WQE or no room in its CQ yet,
- * -EIO the receive buffers could not be written after the WQE was taken
- * (its completion says IBV_WC_LOC_PROT_ERR). */
+ * -ENOENT (UC) no receive WQE: the message is dropped, -EIO the receive
+ * buffers could not be written after the WQE was taken (its completion
+ * says IBV_WC_LOC_PROT_ERR). */
 static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct direct_msg *m)
 {
 	struct iovec dst[SRN_MAX_SGE];
@@ -378,8 +379,8 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 	if (m->write && !write_target(d, m->remote_addr, m->rkey, len, dst))
 		return 0;
 	ret = srn_cq_ring_reserve_cached(d->cq, d->cq_size, &d->cq_cons, &idx);
-	if (ret == -ENOSPC)
-		return not_now(d); /* the receiver has yet to poll */
+	if (ret == -ENOSPC) /* the receiver has yet to poll (UC: packets) */
+		return rc->type == IBV_QPT_UC ? 0 : not_now(d);
 	if (ret)
 		return 0; /* closed (resized): packets */
 	for (int t = 0; t < SEND_TAKE_TRIES; t++) {
@@ -420,6 +421,11 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 		nd = -1; /* the target's own engine took it first */
 	}
 	srn_cq_ring_unreserve(d->cq, d->cq_size, idx, SRN_CQE_PEER);
+	/* UC has no RNR: a message that finds no receive WQE is dropped,
+	 * as its responder would (not sent as packets, which could land
+	 * after a later message delivered here) */
+	if (rnr && rc->type == IBV_QPT_UC)
+		return -ENOENT;
 	if (rnr)
 		return not_now(d);
 	d->rnr_since = 0;
@@ -491,6 +497,11 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 	ret = deliver(rc, d, &m);
 	if (ret == 1)
 		direct_complete(rc, w, m.write ? SRN_CNT_direct_write : SRN_CNT_direct_send);
+	if (ret == -ENOENT) {
+		/* UC, dropped: sent, as far as the sender can tell */
+		direct_complete(rc, w, SRN_CNT_uc_msg_dropped);
+		ret = 1;
+	}
 	if (ret == -EIO) {
 		/* The target's memory went away under a registered MR (it
 		 * failed its receive): the protocol's answer to a responder's
@@ -522,6 +533,12 @@ int direct_send_wr(struct srn_rc_state *rc, struct direct_qp *d, const struct ib
 		return 0;
 	return deliver(rc, d, &m) == 1; /* (else the general path tries
 					  * again, and waits or sends) */
+}
+
+bool direct_send_uc_landed(struct direct_qp *d, uint32_t psn)
+{
+	return rings_attach(d) &&
+	       atomic_load_explicit(&d->rq->uc_epsn, memory_order_acquire) == psn;
 }
 
 void direct_send_prefetch(const struct direct_qp *d)

@@ -9,6 +9,7 @@
 #include "net/shm_ring.h"
 #include "transport/direct.h"
 #include "transport/rc.h"
+#include "verbs/shared_rings.h"
 
 int srn_engine_attach(struct srn_context *ctx)
 {
@@ -233,7 +234,11 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 	}
 	load_attrs(rc, mask);
 	if (mask & IBV_QP_RQ_PSN) {
+		struct srn_rq_ring *hdr = srn_qp_rq_hdr(qp);
+
 		rc->epsn = qp->a.attr.rq_psn & WIRE_PSN_MASK;
+		if (hdr)
+			atomic_store(&hdr->uc_epsn, rc->epsn);
 		rc->nak_sent = false;
 		rc->in_msg = RC_MSG_NONE;
 		rc->msg_off = 0;

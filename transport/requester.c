@@ -345,8 +345,7 @@ static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 		/* Same-host target: executed in its memory, no packet.  Only
 		 * with nothing outstanding before it, so order and completion
 		 * order stay exact. */
-		if (!(w->state & WQE_STARTED) && qp->sq.head == qp->sq.next &&
-		    rc->type == IBV_QPT_RC && !direct_tried) {
+		if (!(w->state & WQE_STARTED) && qp->sq.head == qp->sq.next && !direct_tried) {
 			int dr = direct_try(rc, w);
 
 			if (dr > 0)
@@ -449,8 +448,8 @@ static bool requester_direct_run(struct srn_rc_state *rc, bool *tried)
 	struct srn_qp *qp = rc->qp;
 
 	*tried = false;
-	if (rc->type != IBV_QPT_RC || !rc->path_ok || rc->rnr_wait || rc->resume_at ||
-	    rc_state(rc) != IBV_QPS_RTS)
+	if ((rc->type != IBV_QPT_RC && rc->type != IBV_QPT_UC) || !rc->path_ok || rc->rnr_wait ||
+	    rc->resume_at || rc_state(rc) != IBV_QPS_RTS)
 		return false;
 	while (qp->sq.head == qp->sq.next && qp->sq.next != qp->sq.tail) {
 		struct srn_send_wqe *w = rc_sq(qp, qp->sq.next);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "transport/rc.h"
+#include "verbs/shared_rings.h"
 
 /* Abandon the message in progress (its receive WQE stays posted). */
 static void uc_drop_msg(struct srn_rc_state *rc)
@@ -119,7 +120,20 @@ static bool uc_write(struct srn_rc_state *rc, const struct wire_pkt *k, uint32_t
 	return true;
 }
 
+static void uc_rx(struct srn_rc_state *rc, const struct wire_pkt *k);
+
 void uc_responder_rx(struct srn_rc_state *rc, const struct wire_pkt *k)
+{
+	struct srn_rq_ring *hdr = srn_qp_rq_hdr(rc->qp);
+
+	uc_rx(rc, k);
+	/* what a same-host sender back from packets waits for (its message
+	 * and this one landed: transport/direct_send.c) */
+	if (hdr)
+		atomic_store_explicit(&hdr->uc_epsn, rc->epsn, memory_order_release);
+}
+
+static void uc_rx(struct srn_rc_state *rc, const struct wire_pkt *k)
 {
 	uint32_t c = wire_opcodes[k->opcode].caps;
 	enum ibv_qp_state st = rc_state(rc);

@@ -285,7 +285,8 @@ static bool post_now(struct srn_qp *qp, const struct ibv_send_wr *wr)
 	if (wr->next || wr->num_sge != 1 || !wr->sg_list || !qp->rc ||
 	    (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
 	     wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) ||
-	    (wr->send_flags & ~flags_ok) || qp->ex.qp_base.qp_type != IBV_QPT_RC ||
+	    (wr->send_flags & ~flags_ok) ||
+	    (qp->ex.qp_base.qp_type != IBV_QPT_RC && qp->ex.qp_base.qp_type != IBV_QPT_UC) ||
 	    qp->ex.qp_base.state != IBV_QPS_RTS || qp->cap.max_send_sge < 1 ||
 	    qp->sq.head != qp->sq.tail || qp->sq.next != qp->sq.tail || qp->wr_pending)
 		return false;

@@ -120,6 +120,11 @@ struct srn_rq_ring {
 				      * (every taker, by CAS) */
 	_Alignas(SRN_RING_HOT_ALIGN) _Atomic uint32_t tail; /* next free (the
 				      * owner's post_recv) */
+	_Atomic uint32_t uc_epsn;    /* a UC QP's ring: the PSN its responder
+				      * expects next, stored once a packet's
+				      * effects are in place (a UC sender
+				      * that sent packets delivers here again
+				      * only once they all landed) */
 	_Alignas(SRN_RING_HOT_ALIGN) struct srn_recv_wqe wqe[];
 };
 
@@ -321,6 +326,13 @@ static inline int srn_rq_ring_take(struct srn_rq_ring *r, uint32_t max_wr,
 							    memory_order_acquire))
 			return 0;
 	}
+}
+
+/* The ring a same-host peer looks at for qp (its RQ's, or with an SRQ the
+ * one naming it); NULL if none. */
+static inline struct srn_rq_ring *srn_qp_rq_hdr(const struct srn_qp *qp)
+{
+	return qp->srq ? qp->srq_hdr : qp->rqs;
 }
 
 /* ---- allocation (shared_rings.c) -------------------------------------- */

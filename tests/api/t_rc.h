@@ -156,6 +156,35 @@ static __attribute__((unused)) unsigned long long t_counter_sum(FILE *f, const c
 	return sum;
 }
 
+/* The engines print their counters at ibv_close_device with
+ * SOFTRNIC_LOG=debug: t_log_begin sends stderr (so those, and what CHECK
+ * prints) to an unlinked file, t_log_end gives it back and returns that
+ * file to read (NULL if it cannot). */
+struct t_log {
+	int fd, err2;
+};
+
+static __attribute__((unused)) int t_log_begin(struct t_log *l)
+{
+	char path[] = "/tmp/softrnic-test-log.XXXXXX";
+
+	l->fd = mkstemp(path);
+	l->err2 = dup(2);
+	if (l->fd < 0 || l->err2 < 0)
+		return -1;
+	unlink(path);
+	setenv("SOFTRNIC_LOG", "debug", 1);
+	dup2(l->fd, 2);
+	return 0;
+}
+
+static __attribute__((unused)) FILE *t_log_end(struct t_log *l)
+{
+	fflush(stderr);
+	dup2(l->err2, 2);
+	return fdopen(l->fd, "r");
+}
+
 /* Echo to stdout what CHECK and t_wait wrote into f while stderr went
  * there. */
 static __attribute__((unused)) void t_echo_failures(FILE *f)

@@ -342,8 +342,7 @@ int main(void)
 {
 	const char *mode = getenv("SOFTRNIC_TRANSPORT");
 	bool udp = mode && !strcmp(mode, "udp");
-	char log[] = "/tmp/test_direct_send.XXXXXX";
-	int logfd = mkstemp(log), err2 = dup(2);
+	struct t_log log;
 	struct t_end a, b;
 	struct t_conn ia, ib;
 	unsigned long long direct, direct_w, fallback;
@@ -352,15 +351,12 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IONBF, 0);
 	alarm(120);
-	if (logfd < 0 || err2 < 0)
-		return 1;
-	unlink(log);
-	setenv("SOFTRNIC_LOG", "debug", 1);
 	/* the channel case below is about direct delivery into such CQs */
 	setenv("SOFTRNIC_DIRECT_CHANNEL", "1", 1);
-	dup2(logfd, 2);
+	if (t_log_begin(&log))
+		return 1;
 	if (t_end_init(&a) || t_end_init(&b)) {
-		dup2(err2, 2);
+		t_log_end(&log);
 		printf("SKIP: srn_lo or a verb it needs is not available\n");
 		return 77;
 	}
@@ -378,9 +374,7 @@ int main(void)
 	t_end_fini(&a);
 	t_end_fini(&b);
 	expect += bad_lkey();
-	fflush(stderr);
-	dup2(err2, 2);
-	f = fdopen(logfd, "r");
+	f = t_log_end(&log);
 	direct = f ? t_counter_sum(f, "direct_send") : 0;
 	direct_w = f ? t_counter_sum(f, "direct_write") : 0;
 	fallback = f ? t_counter_sum(f, "direct_fallback") : 0;

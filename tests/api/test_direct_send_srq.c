@@ -182,20 +182,16 @@ int main(void)
 {
 	const char *mode = getenv("SOFTRNIC_TRANSPORT");
 	bool udp = mode && !strcmp(mode, "udp");
-	char log[] = "/tmp/test_direct_send_srq.XXXXXX";
-	int logfd = mkstemp(log), err2 = dup(2);
+	struct t_log log;
 	unsigned long long direct;
 	FILE *f;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
 	alarm(60);
-	if (logfd < 0 || err2 < 0)
+	if (t_log_begin(&log))
 		return 1;
-	unlink(log);
-	setenv("SOFTRNIC_LOG", "debug", 1);
-	dup2(logfd, 2);
 	if (t_end_init(&a1) || t_end_init(&a2) || t_end_init(&r)) {
-		dup2(err2, 2);
+		t_log_end(&log);
 		printf("SKIP: srn_lo or a verb it needs is not available\n");
 		return 77;
 	}
@@ -212,9 +208,7 @@ int main(void)
 	t_end_fini(&a1);
 	t_end_fini(&a2);
 	t_end_fini(&r);
-	fflush(stderr);
-	dup2(err2, 2);
-	f = fdopen(logfd, "r");
+	f = t_log_end(&log);
 	direct = f ? t_counter_sum(f, "direct_send") : 0;
 	printf("direct_send %llu\n", direct);
 	if (f)
