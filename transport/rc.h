@@ -102,6 +102,9 @@ struct srn_rc_state {
 	uint64_t msg_off;            /* bytes of it received */
 	uint64_t wr_va;              /* RDMA WRITE in progress */
 	uint32_t wr_rkey, wr_len;
+	uint8_t *wr_base;            /* where wr_va is, as resolved for the
+				      * whole DMA length at the first packet */
+	uint32_t wr_gen;             /* ctx->mr_gen then */
 	uint8_t min_rnr;             /* min_rnr_timer code */
 	struct srn_recv_wqe rwqe;    /* taken from the RQ or SRQ for the message */
 	bool rwqe_have;              /* rwqe holds one */

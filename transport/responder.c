@@ -478,11 +478,26 @@ static enum resp_state check_rkey(struct srn_rc_state *rc, struct resp_pkt *p)
 	if (c & WIRE_IS_WRITE) {
 		uint64_t va = (c & WIRE_IS_FIRST) ? k->va : rc->wr_va + rc->msg_off;
 		uint32_t rkey = (c & WIRE_IS_FIRST) ? k->rkey : rc->wr_rkey;
+		struct srn_context *ctx = rc->qp->ctx;
 
-		/* The first packet checks the whole range the RETH names. */
-		if ((c & WIRE_IS_FIRST) && k->dma_len &&
-		    !rkey_ok(rc, k->rkey, k->va, k->dma_len, IBV_ACCESS_REMOTE_WRITE, &whole))
-			return RS_ERR_ACCESS;
+		/* The first packet checks the whole range the RETH names;
+		 * the next ones land in it without the MR table's lock while
+		 * no MR changed since (the same guarantee as a lookup of their
+		 * own, which an MR changed after it would not see either). */
+		if (c & WIRE_IS_FIRST) {
+			rc->wr_base = NULL;
+			rc->wr_gen = atomic_load_explicit(&ctx->mr_gen, memory_order_acquire);
+			if (k->dma_len &&
+			    !rkey_ok(rc, k->rkey, k->va, k->dma_len, IBV_ACCESS_REMOTE_WRITE, &whole))
+				return RS_ERR_ACCESS;
+			if (k->dma_len)
+				rc->wr_base = whole;
+		} else if (rc->wr_base && k->payload_len &&
+			   rc->msg_off + k->payload_len <= rc->wr_len &&
+			   atomic_load_explicit(&ctx->mr_gen, memory_order_acquire) == rc->wr_gen) {
+			p->target = rc->wr_base + rc->msg_off;
+			return RS_EXECUTE;
+		}
 		if (k->payload_len && !rkey_ok(rc, rkey, va, k->payload_len,
 					       IBV_ACCESS_REMOTE_WRITE, &p->target))
 			return RS_ERR_ACCESS;

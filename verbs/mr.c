@@ -254,6 +254,7 @@ SRN_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 	}
 	/* Under the table lock so srn_mr_resolve sees old or new, whole. */
 	pthread_mutex_lock(&ctx->lock);
+	atomic_fetch_add(&ctx->mr_gen, 1);
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
 		mr->pd = srn_pd(pd);
 		mr->ibv.pd = pd;
@@ -296,6 +297,7 @@ SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	/* Peers stop finding it before the key stops resolving. */
 	srn_mrdir_retract(ctx, mr);
 	ctx->mrs[idx] = tombstone(ibmr->lkey);
+	atomic_fetch_add(&ctx->mr_gen, 1);
 	pthread_mutex_unlock(&ctx->lock);
 	atomic_fetch_sub(&mr->pd->users, 1);
 	atomic_fetch_sub(&ctx->num_objects, 1);

@@ -155,6 +155,7 @@ static int wqe_from_wr(const struct srn_qp *qp, struct srn_send_wqe *w,
 	}
 	w->first_psn = w->last_psn = 0;
 	w->sent = 0;
+	w->sge0_base = NULL;
 	w->state = 0;
 	return 0;
 }

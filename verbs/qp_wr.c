@@ -66,6 +66,7 @@ static struct srn_send_wqe *wr_open(struct srn_qp *qp, enum ibv_wr_opcode op)
 	w->remote_qkey = 0;
 	w->first_psn = w->last_psn = 0;
 	w->sent = 0;
+	w->sge0_base = NULL;
 	w->state = 0;
 	qp->wr_cur = w;
 	return w;

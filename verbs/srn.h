@@ -88,6 +88,9 @@ struct srn_context {
 	uint32_t key_seed;           /* random source for lkey/rkey key bits */
 	struct srn_mr **mrs;         /* MR table indexed by key >> 8 */
 	uint32_t mrs_cap;            /* slots in mrs[] */
+	_Atomic uint32_t mr_gen;     /* bumped by every dereg and rereg (under
+				      * lock): a pointer srn_mr_resolve gave
+				      * stays good while this reads the same */
 	struct srn_qp **qps;         /* local QPs, open-addressed by QPN */
 	uint32_t qps_cap;            /* slots in qps[] (power of two) */
 	atomic_uint num_objects;     /* live PDs, MRs, CQs, QPs... (leak check) */
@@ -213,6 +216,9 @@ struct srn_send_wqe {
 	uint32_t first_psn, last_psn;/* PSN range once started */
 	uint64_t sent;               /* bytes handed to the wire */
 	int state;                   /* transport/requester.c's WQE state */
+	uint8_t *sge0_base;          /* one SGE: where it is, resolved for its
+				      * whole length (requester.c), NULL: not */
+	uint32_t sge0_gen;           /* ctx->mr_gen then */
 };
 
 struct srn_recv_wqe {
