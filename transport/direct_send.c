@@ -395,6 +395,7 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 		 * SRN_MAX_SGE entries (a WRITE's immediate uses only its
 		 * wr_id) */
 		r_wr_id = slot->wr_id;
+		vm = false; /* (this slot's buffers decide) */
 		if (m->write)
 			nd = len ? 1 : 0;
 		else
