@@ -272,8 +272,9 @@ static void rx_read_resp(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 		return;
 	}
 	if (pkt->payload_len) {
-		n = rc_sge_map(rc, rc->qp->pd, w->sge, w->num_sge, rc->resp_off, pkt->payload_len,
-			       IBV_ACCESS_LOCAL_WRITE, iov, SRN_MAX_SGE);
+		n = rc_sge_map_cached(rc, rc->qp->pd, w->sge, w->num_sge, rc->resp_off,
+				      pkt->payload_len, IBV_ACCESS_LOCAL_WRITE, iov, SRN_MAX_SGE,
+				      &w->sge0_base, &w->sge0_gen);
 		if (n < 0) {
 			completer_fail(rc, IBV_WC_LOC_PROT_ERR);
 			return;

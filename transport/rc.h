@@ -107,6 +107,8 @@ struct srn_rc_state {
 	uint32_t wr_gen;             /* ctx->mr_gen then */
 	uint8_t min_rnr;             /* min_rnr_timer code */
 	struct srn_recv_wqe rwqe;    /* taken from the RQ or SRQ for the message */
+	uint8_t *rwqe_base;          /* its one SGE, resolved (rc_sge_map_cached) */
+	uint32_t rwqe_gen;
 	bool rwqe_have;              /* rwqe holds one */
 	struct rc_replay *replay;    /* max_dest_rd_atomic entries */
 	uint32_t replay_n, replay_next;
@@ -245,6 +247,16 @@ int rc_sge_map(struct srn_rc_state *rc, struct srn_pd *pd,
 	       const struct ibv_sge *sge, uint32_t nsge,
 	       uint64_t off, uint64_t len, unsigned int access,
 	       struct iovec *iov, int max_iov);
+/* tx.c: the same for a message's packets, one after the other: a list
+ * of one SGE is resolved once for its whole length, kept in *base and
+ * *gen (NULL: none yet) and reused while no MR was deregistered or
+ * re-registered since (ctx->mr_gen, read before the lookup): the MR
+ * table's lock once per message, not per packet.  Where the whole does
+ * not resolve, each part is looked up on its own (and fails where it
+ * fails). */
+int rc_sge_map_cached(struct srn_rc_state *rc, struct srn_pd *pd, const struct ibv_sge *sge,
+		      uint32_t nsge, uint64_t off, uint64_t len, unsigned int access,
+		      struct iovec *iov, int max_iov, uint8_t **base, uint32_t *gen);
 
 /* hooks.c: (re)compute where packets to the destination go (registry
  * lookup for a peer on this host). */

@@ -220,35 +220,12 @@ static uint32_t ackreq_every(const struct srn_rc_state *rc, uint32_t win)
 }
 
 /* The len bytes of w's payload from w->sent on, into pay: their count,
- * or < 0 (local protection error).  A WQE of one SGE is resolved once for
- * its whole length and reused by each packet while no MR changed
- * (ctx->mr_gen, read before the lookup): the MR table's lock once per
- * message, not per packet.  Where the whole does not resolve, each
- * packet's part is looked up as before (and fails where it fails). */
+ * or < 0 (local protection error); a one-SGE WQE is resolved once. */
 static int wqe_payload(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t len,
 		       struct iovec *pay)
 {
-	struct srn_context *ctx = rc->qp->ctx;
-
-	if (w->num_sge == 1) {
-		uint32_t g = atomic_load_explicit(&ctx->mr_gen, memory_order_acquire);
-
-		if (!w->sge0_base || w->sge0_gen != g) {
-			struct iovec whole;
-
-			w->sge0_base = NULL;
-			if (rc_sge_map(rc, rc->qp->pd, w->sge, 1, 0, w->length, 0, &whole, 1) == 1) {
-				w->sge0_base = whole.iov_base;
-				w->sge0_gen = g;
-			}
-		}
-		if (w->sge0_base) {
-			pay[0].iov_base = w->sge0_base + w->sent;
-			pay[0].iov_len = len;
-			return 1;
-		}
-	}
-	return rc_sge_map(rc, rc->qp->pd, w->sge, w->num_sge, w->sent, len, 0, pay, SRN_MAX_SGE);
+	return rc_sge_map_cached(rc, rc->qp->pd, w->sge, w->num_sge, w->sent, len, 0, pay,
+				 SRN_MAX_SGE, &w->sge0_base, &w->sge0_gen);
 }
 
 /* Build and send the next packet of w (at byte offset w->sent).

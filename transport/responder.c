@@ -341,6 +341,7 @@ struct srn_recv_wqe *responder_recv_wqe(struct srn_rc_state *rc)
 			rc->rwqe_have = srn_srq_take(qp->srq, &rc->rwqe) == 0;
 		else if (qp->rqs)
 			rc->rwqe_have = srn_rq_ring_take(qp->rqs, qp->rq.max_wr, &rc->rwqe) == 0;
+		rc->rwqe_base = NULL; /* (rc_sge_map_cached: a new list) */
 	}
 	return rc->rwqe_have ? &rc->rwqe : NULL;
 }
@@ -451,10 +452,10 @@ static enum resp_state check_resource(struct srn_rc_state *rc, struct resp_pkt *
 	if ((c & WIRE_IS_SEND) && rc->msg_off + p->pkt->payload_len > p->rwqe->length)
 		return RS_ERR_LOC_LEN;
 	if (c & WIRE_IS_SEND) {
-		p->niov = rc_sge_map(rc, qp->srq ? qp->srq->pd : qp->pd,
-				     p->rwqe->sge, p->rwqe->num_sge, rc->msg_off,
-				     p->pkt->payload_len, IBV_ACCESS_LOCAL_WRITE,
-				     p->iov, SRN_MAX_SGE);
+		p->niov = rc_sge_map_cached(rc, qp->srq ? qp->srq->pd : qp->pd,
+					    p->rwqe->sge, p->rwqe->num_sge, rc->msg_off,
+					    p->pkt->payload_len, IBV_ACCESS_LOCAL_WRITE,
+					    p->iov, SRN_MAX_SGE, &rc->rwqe_base, &rc->rwqe_gen);
 		if (p->niov < 0)
 			return RS_ERR_LOC_PROT;
 	}

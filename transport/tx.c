@@ -52,6 +52,31 @@ int rc_sge_map(struct srn_rc_state *rc, struct srn_pd *pd,
 	return len == 0 ? n : -1;
 }
 
+int rc_sge_map_cached(struct srn_rc_state *rc, struct srn_pd *pd, const struct ibv_sge *sge,
+		      uint32_t nsge, uint64_t off, uint64_t len, unsigned int access,
+		      struct iovec *iov, int max_iov, uint8_t **base, uint32_t *gen)
+{
+	if (nsge == 1 && len) {
+		uint32_t g = atomic_load_explicit(&rc->qp->ctx->mr_gen, memory_order_acquire);
+
+		if (!*base || *gen != g) {
+			struct iovec whole;
+
+			*base = NULL;
+			if (rc_sge_map(rc, pd, sge, 1, 0, sge[0].length, access, &whole, 1) == 1) {
+				*base = whole.iov_base;
+				*gen = g;
+			}
+		}
+		if (*base && off <= sge[0].length && len <= sge[0].length - off) {
+			iov[0].iov_base = *base + off;
+			iov[0].iov_len = len;
+			return 1;
+		}
+	}
+	return rc_sge_map(rc, pd, sge, nsge, off, len, access, iov, max_iov);
+}
+
 /* ---- GSO batching ----------------------------------------------------------
  * Between rc_tx_batch_begin and rc_tx_batch_end (one requester_run, under
  * the QP's lock) packets to one destination are collected, payload still
