@@ -68,23 +68,15 @@ static inline struct srn_send_wqe *srn_sq_slot(struct srn_qp *qp, uint32_t i)
 	return &((struct srn_send_wqe *)qp->sq.wqe)[i & (qp->sq.max_wr - 1)];
 }
 
-static inline struct srn_recv_wqe *srn_wq_recv_slot(struct srn_wq *wq, uint32_t i)
-{
-	return &((struct srn_recv_wqe *)wq->wqe)[i & (wq->max_wr - 1)];
-}
-
-static inline struct srn_recv_wqe *srn_rq_slot(struct srn_qp *qp, uint32_t i)
-{
-	return srn_wq_recv_slot(&qp->rq, i);
-}
-
 /* Validate one receive WR against a queue of max_sge SGEs and append it
- * to ring r of slots entries holding at most cap (an SRQ's); *head_seen
- * is the caller's copy of head (re-read only when the ring looks full).
+ * to ring r (a QP's RQ or an SRQ) of slots entries holding at most cap.
+ * *head_seen is the caller's copy of head: when it says full, the hint
+ * hint_cq's pollers left (the peers' completions) is looked at, and head
+ * itself (a line the peers taking own) read only when that says full too.
  * Returns 0, EINVAL or ENOMEM (full); the caller serialises producers. */
 struct srn_rq_ring;
 int srn_rq_ring_post(struct srn_rq_ring *r, uint32_t slots, uint32_t cap, uint32_t max_sge,
-		     uint32_t *head_seen, const struct ibv_recv_wr *wr);
+		     struct srn_cq *hint_cq, uint32_t *head_seen, const struct ibv_recv_wr *wr);
 
 /* qp_wr.c: fill the ibv_wr_* function pointers of qp->ex. */
 void srn_qp_ex_init(struct srn_qp *qp);

@@ -182,78 +182,47 @@ static int recv_wqe_fill(struct srn_recv_wqe *r, uint32_t max_sge, const struct 
 	return 0;
 }
 
+/* How far same-host peers took ring r, as the last of their completions
+ * that cq's pollers consumed told (cq.c rq_hint): at most head, so never
+ * room that is not there; t - slots - 1 ("full") when there is none, or it
+ * is about another ring (another QP's or SRQ's on the same CQ, or one
+ * before: tags are never reused in a process). */
+static uint32_t ring_head_hint(const struct srn_rq_ring *r, struct srn_cq *cq, uint32_t t,
+			       uint32_t slots)
+{
+	struct srn_cq_ring *cr = cq ? __atomic_load_n(&cq->ring, __ATOMIC_ACQUIRE) : NULL;
+	uint64_t v = cr ? atomic_load_explicit(&cr->rq_hint, memory_order_relaxed) : 0;
+
+	if (!r->tag || (uint32_t)(v >> 32) != r->tag || t - (uint32_t)v > slots)
+		return t - slots - 1;
+	return (uint32_t)v;
+}
+
 int srn_rq_ring_post(struct srn_rq_ring *r, uint32_t slots, uint32_t cap, uint32_t max_sge,
-		     uint32_t *head_seen, const struct ibv_recv_wr *wr)
+		     struct srn_cq *hint_cq, uint32_t *head_seen, const struct ibv_recv_wr *wr)
 {
 	uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	struct srn_recv_wqe *slot;
 	int err;
 
+	/* the application's capacity, which may be less than the ring's
+	 * slots (srn_rq_ring_slots) */
 	if (t - *head_seen >= cap) {
-		*head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
-		if (t - *head_seen >= cap)
+		uint32_t h = ring_head_hint(r, hint_cq, t, slots);
+
+		if (t - h >= cap)
+			h = atomic_load_explicit(&r->head, memory_order_acquire);
+		*head_seen = h;
+		if (t - h >= cap)
 			return ENOMEM;
 	}
+	/* (the slot at tail is no taker's until tail moves past it) */
 	slot = &r->wqe[t & (slots - 1)];
 	err = recv_wqe_fill(slot, max_sge, wr);
 	if (err)
 		return err;
-	/* (a peer tells a posted WQE by its seq, the owner's takers by tail) */
-	__atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
-	atomic_store_explicit(&r->tail, t + 1, memory_order_release);
-	/* as rq_post_recv: the next slot's lines, last read by a peer */
-	if (slots > cap) {
-		slot = &r->wqe[(t + 1) & (slots - 1)];
-		srn_prefetch_w(slot);
-		srn_prefetch_w((char *)slot + 31);
-		srn_prefetch_w(&slot->length);
-	}
-	return 0;
-}
-
-/* How far a same-host peer took our RQ, as the last of its completions
- * our receive CQ's pollers consumed told (cq.c): at most head, so never
- * room that is not there; t - hint >= capacity when there is none.  A
- * hint about another ring (another QP on the same CQ, or one before us:
- * tags are never reused in a process) is ignored. */
-static uint32_t rq_head_hint(struct srn_qp *qp)
-{
-	struct srn_cq_ring *cr = qp->recv_cq ? __atomic_load_n(&qp->recv_cq->ring, __ATOMIC_ACQUIRE)
-					     : NULL;
-	uint64_t v = cr ? atomic_load_explicit(&cr->rq_hint, memory_order_relaxed) : 0;
-	uint32_t t = atomic_load_explicit(&qp->rqs->tail, memory_order_relaxed);
-	uint32_t tag = qp->rqs->tag;
-
-	if (!tag || (uint32_t)(v >> 32) != tag || t - (uint32_t)v > qp->rq.max_wr)
-		return t - qp->rq.max_wr - 1; /* no use: "full" */
-	return (uint32_t)v;
-}
-
-/* A QP's RQ: the same, on its ring (the slot at tail is no taker's until
- * tail moves past it; the release store publishes it). */
-static int rq_post_recv(struct srn_qp *qp, const struct ibv_recv_wr *wr)
-{
-	struct srn_rq_ring *r = qp->rqs;
-	uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	int err;
-
-	/* the application's capacity, which may be less than the ring's
-	 * slots (srn_rq_ring_slots) */
-	if (t - atomic_load_explicit(&qp->rq_head_seen, memory_order_relaxed) >=
-	    qp->cap.max_recv_wr) {
-		uint32_t h = rq_head_hint(qp);
-
-		if (t - h >= qp->cap.max_recv_wr)
-			h = atomic_load_explicit(&r->head, memory_order_acquire);
-		atomic_store_explicit(&qp->rq_head_seen, h, memory_order_relaxed);
-		if (t - h >= qp->cap.max_recv_wr)
-			return ENOMEM;
-	}
-	struct srn_recv_wqe *slot = &r->wqe[t & (qp->rq.max_wr - 1)];
-
-	err = recv_wqe_fill(slot, qp->cap.max_recv_sge, wr);
-	if (err)
-		return err;
+	/* a peer tells a posted WQE by its seq, the owner's takers by tail;
+	 * the release stores publish it */
 	__atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
 	atomic_store_explicit(&r->tail, t + 1, memory_order_release);
 	/* The next slot was last read by the same-host peer that took it,
@@ -261,8 +230,8 @@ static int rq_post_recv(struct srn_qp *qp, const struct ibv_recv_wr *wr)
 	 * writes now, or the unlock after it waits for them (on a ping-pong,
 	 * right before the reply).  Not the slot the peer takes next: only
 	 * with room to spare in the ring. */
-	if (qp->rq.max_wr > qp->cap.max_recv_wr) {
-		slot = &r->wqe[(t + 1) & (qp->rq.max_wr - 1)];
+	if (slots > cap) {
+		slot = &r->wqe[(t + 1) & (slots - 1)];
 		srn_prefetch_w(slot);
 		srn_prefetch_w((char *)slot + 31); /* to sge[0]'s end */
 		srn_prefetch_w(&slot->length);
@@ -348,7 +317,8 @@ int srn_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	if (ibqp->state == IBV_QPS_RESET || qp->srq || !qp->rqs)
 		err = EINVAL;
 	for (; wr && !err; wr = wr->next) {
-		err = rq_post_recv(qp, wr);
+		err = srn_rq_ring_post(qp->rqs, qp->rq.max_wr, qp->cap.max_recv_wr,
+				       qp->cap.max_recv_sge, qp->recv_cq, &qp->rq_head_seen, wr);
 		if (err)
 			break;
 		posted++;

@@ -271,11 +271,12 @@ struct srn_qp {
 				      * the recv CQ and the SRQ's ring, for
 				      * same-host peers; NULL: not shared */
 	struct srn_mr_share *srq_hdr_share;
-	_Atomic uint32_t rq_head_seen; /* rqs->head or less, as last learnt
-				      * (post_recv, or a peer's completion in
-				      * the recv CQ): head is re-read only when
-				      * this looks full, so its line stays with
-				      * the peer taking */
+	uint32_t rq_head_seen;       /* rqs->head or less, as last learnt
+				      * (post_recv, under lock: head, or the
+				      * hint a peer's completion in the recv CQ
+				      * left): head is re-read only when both
+				      * look full, so its line stays with the
+				      * peer taking */
 	struct srn_send_wqe *wr_cur; /* ibv_wr_* API: WQE being built */
 	int wr_err;                  /* ibv_wr_* API: first error in batch */
 	uint32_t wr_pending;         /* ibv_wr_* API: WQEs built since wr_start

@@ -247,28 +247,6 @@ SRN_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 
 /* ---- post / take ----------------------------------------------------- */
 
-/* How far same-host peers took the ring, as the last of their
- * completions the receive CQ's pollers consumed told (as a QP's
- * rq_head_hint, verbs/qp_post.c), into head_seen: post then need not
- * read head, a line the peers own.  srq->lock held. */
-static void srq_head_hint(struct srn_srq *srq)
-{
-	struct srn_cq_ring *cr;
-	uint64_t v;
-	uint32_t t, h;
-
-	if (!srq->hint_cq)
-		return;
-	cr = __atomic_load_n(&srq->hint_cq->ring, __ATOMIC_ACQUIRE);
-	v = atomic_load_explicit(&cr->rq_hint, memory_order_relaxed);
-	t = atomic_load_explicit(&srq->ring->tail, memory_order_relaxed);
-	h = (uint32_t)v;
-	/* (another ring's, or older than what we know: no use) */
-	if ((uint32_t)(v >> 32) == srq->ring->tag && t - h <= srq->max_wr &&
-	    h - srq->head_seen <= srq->max_wr)
-		srq->head_seen = h;
-}
-
 void srn_srq_attach(struct srn_srq *srq, struct srn_cq *recv_cq, bool attach)
 {
 	pthread_mutex_lock(&srq->lock);
@@ -298,10 +276,9 @@ static int srn_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	int err = 0;
 
 	pthread_mutex_lock(&srq->lock);
-	srq_head_hint(srq);
 	for (; wr; wr = wr->next) {
 		err = srn_rq_ring_post(srq->ring, srq->slots, srq->max_wr, srq->max_sge,
-				       &srq->head_seen, wr);
+				       srq->hint_cq, &srq->head_seen, wr);
 		if (err)
 			break;
 	}
