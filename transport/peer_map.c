@@ -333,18 +333,22 @@ static void vm_denied(struct peer *p, const char *what, int err)
 			"shared mapping goes by packets\n", what, p->pid, strerror(err));
 }
 
-static int vm_copy(struct peer *p, bool write, uint64_t addr, const struct iovec *iov,
-		   int n, size_t len)
+/* Copy between local iov[0..n) and the peer's to[0..nt) (the same
+ * total): 0, or -1. */
+static int vm_copy(struct peer *p, bool write, const struct iovec *iov, int n,
+		   const struct iovec *to, int nt)
 {
-	struct iovec r = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	size_t len = 0;
 	ssize_t got;
 
+	for (int i = 0; i < nt; i++)
+		len += to[i].iov_len;
 	if (len == 0)
 		return 0;
 	if (p->vm_denied)
 		return -1;
-	got = write ? process_vm_writev(p->pid, iov, (unsigned long)n, &r, 1, 0)
-		    : process_vm_readv(p->pid, iov, (unsigned long)n, &r, 1, 0);
+	got = write ? process_vm_writev(p->pid, iov, (unsigned long)n, to, (unsigned long)nt, 0)
+		    : process_vm_readv(p->pid, iov, (unsigned long)n, to, (unsigned long)nt, 0);
 	if (got == (ssize_t)len) {
 		p->vm_ok = true;
 		return 0;
@@ -356,29 +360,15 @@ static int vm_copy(struct peer *p, bool write, uint64_t addr, const struct iovec
 
 int peer_vm_write(struct peer *p, uint64_t addr, const struct iovec *iov, int n, size_t len)
 {
-	return vm_copy(p, true, addr, iov, n, len);
+	struct iovec r = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+
+	return vm_copy(p, true, iov, n, &r, 1);
 }
 
 int peer_vm_writev(struct peer *p, const struct iovec *iov, int n, const struct iovec *to,
 		   int nt)
 {
-	size_t len = 0;
-	ssize_t got;
-
-	for (int i = 0; i < nt; i++)
-		len += to[i].iov_len;
-	if (len == 0)
-		return 0;
-	if (p->vm_denied)
-		return -1;
-	got = process_vm_writev(p->pid, iov, (unsigned long)n, to, (unsigned long)nt, 0);
-	if (got == (ssize_t)len) {
-		p->vm_ok = true;
-		return 0;
-	}
-	if (got < 0 && (errno == EPERM || errno == ENOSYS))
-		vm_denied(p, "process_vm_writev", errno);
-	return -1;
+	return vm_copy(p, true, iov, n, to, nt);
 }
 
 bool peer_vm_proven(struct peer *p, uint64_t addr)
@@ -389,10 +379,12 @@ bool peer_vm_proven(struct peer *p, uint64_t addr)
 	if (p->vm_ok)
 		return true;
 	/* a harmless look (a read of one byte the MR lets us write) */
-	return vm_copy(p, false, addr, &l, 1, 1) == 0;
+	return peer_vm_read(p, addr, &l, 1, 1) == 0;
 }
 
 int peer_vm_read(struct peer *p, uint64_t addr, const struct iovec *iov, int n, size_t len)
 {
-	return vm_copy(p, false, addr, iov, n, len);
+	struct iovec r = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+
+	return vm_copy(p, false, iov, n, &r, 1);
 }
