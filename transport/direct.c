@@ -40,8 +40,8 @@ void direct_publish(struct srn_rc_state *rc)
 
 	if (!rc->eng || !rc->eng->reg)
 		return;
-	if ((rc->type != IBV_QPT_RC && rc->type != IBV_QPT_UC) || !rc->path_ok ||
-	    !net_shm_allowed() || (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD)) {
+	if (!rc_connected(rc) || !rc->path_ok || !net_shm_allowed() ||
+	    (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD)) {
 		net_registry_publish(rc->eng->reg, rc->qpn, NULL);
 		return;
 	}
@@ -117,8 +117,7 @@ static struct direct_qp *direct_qp_get(struct srn_rc_state *rc)
 	rc->direct = d;
 	/* Only a destination on this host can be reached in memory; the
 	 * registry is this host's, so its QPN must be too. */
-	d->off = !net_direct_enabled() || (rc->type != IBV_QPT_RC && rc->type != IBV_QPT_UC) ||
-		 !eng->reg ||
+	d->off = !net_direct_enabled() || !rc_connected(rc) || !eng->reg ||
 		 rc->peer.family != eng->udp.local.family ||
 		 !net_addr_is_local(rc->peer.family, rc->peer.ip) ||
 		 !(d->qgen = net_registry_qpinfo_seq(eng->reg, rc->dqpn));
@@ -594,8 +593,8 @@ int srn_transport_post_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint
 		direct_send_prefetch(d);
 	}
 	/* nothing that would hold a new WQE back */
-	if ((rc->type != IBV_QPT_RC && rc->type != IBV_QPT_UC) || !rc->path_ok || rc->rnr_wait ||
-	    rc->resume_at || rc_state(rc) != IBV_QPS_RTS || !direct_qp_check(rc, d))
+	if (!rc_connected(rc) || !rc->path_ok || rc->rnr_wait || rc->resume_at ||
+	    rc_state(rc) != IBV_QPS_RTS || !direct_qp_check(rc, d))
 		return 0;
 	if (write && !(d->access & IBV_ACCESS_REMOTE_WRITE))
 		return 0;

@@ -35,7 +35,7 @@ enum { SEND_TAKE_TRIES = 4 }; /* lost races for the WQE before giving up */
 void direct_send_publish(struct srn_qp *qp, struct net_reg_qpinfo *in)
 {
 	struct srn_cq *cq = qp->recv_cq;
-	struct srn_rq_ring *hdr = qp->srq ? qp->srq_hdr : qp->rqs;
+	struct srn_rq_ring *hdr = srn_qp_rq_hdr(qp);
 	struct srn_mr_share *share = qp->srq ? qp->srq_hdr_share : qp->rq_share;
 	int fd;
 

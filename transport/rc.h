@@ -188,6 +188,13 @@ static inline struct srn_send_wqe *rc_sq(struct srn_qp *qp, uint32_t i)
 	return &((struct srn_send_wqe *)qp->sq.wqe)[(m & (m - 1)) ? i % m : i & (m - 1)];
 }
 
+/* A connected service (RC or UC): one peer QP, a same-host one reachable
+ * in memory (transport/direct.c). */
+static inline bool rc_connected(const struct srn_rc_state *rc)
+{
+	return rc->type == IBV_QPT_RC || rc->type == IBV_QPT_UC;
+}
+
 static inline bool rc_is_rd_atomic(const struct srn_send_wqe *w)
 {
 	return w->opcode == IBV_WR_RDMA_READ || w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||

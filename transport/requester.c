@@ -456,8 +456,8 @@ static bool requester_direct_run(struct srn_rc_state *rc, bool *tried)
 	struct srn_qp *qp = rc->qp;
 
 	*tried = false;
-	if ((rc->type != IBV_QPT_RC && rc->type != IBV_QPT_UC) || !rc->path_ok || rc->rnr_wait ||
-	    rc->resume_at || rc_state(rc) != IBV_QPS_RTS)
+	if (!rc_connected(rc) || !rc->path_ok || rc->rnr_wait || rc->resume_at ||
+	    rc_state(rc) != IBV_QPS_RTS)
 		return false;
 	while (qp->sq.head == qp->sq.next && qp->sq.next != qp->sq.tail) {
 		struct srn_send_wqe *w = rc_sq(qp, qp->sq.next);

@@ -488,11 +488,12 @@ static enum resp_state check_rkey(struct srn_rc_state *rc, struct resp_pkt *p)
 		if (c & WIRE_IS_FIRST) {
 			rc->wr_base = NULL;
 			rc->wr_gen = atomic_load_explicit(&ctx->mr_gen, memory_order_acquire);
-			if (k->dma_len &&
-			    !rkey_ok(rc, k->rkey, k->va, k->dma_len, IBV_ACCESS_REMOTE_WRITE, &whole))
-				return RS_ERR_ACCESS;
-			if (k->dma_len)
+			if (k->dma_len) {
+				if (!rkey_ok(rc, k->rkey, k->va, k->dma_len,
+					     IBV_ACCESS_REMOTE_WRITE, &whole))
+					return RS_ERR_ACCESS;
 				rc->wr_base = whole;
+			}
 		} else if (rc->wr_base && k->payload_len &&
 			   rc->msg_off + k->payload_len <= rc->wr_len &&
 			   atomic_load_explicit(&ctx->mr_gen, memory_order_acquire) == rc->wr_gen) {

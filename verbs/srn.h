@@ -335,10 +335,10 @@ static inline struct srn_srq *srn_srq(struct ibv_srq *s)
 /* The transport's receive side: take the oldest posted WQE into *out.
  * 0, or -ENOENT when the SRQ is empty.  When this leaves fewer WQEs than
  * an armed srq_limit, raises IBV_EVENT_SRQ_LIMIT_REACHED once and
- * disarms.  Lock-free unless the limit is armed (then srq->lock; callers
- * may hold the QP lock). */
+ * disarms.  Takes srq->lock (callers may hold the QP lock); a same-host
+ * peer takes from the ring without it, by the same compare-and-swap. */
 int srn_srq_take(struct srn_srq *srq, struct srn_recv_wqe *out);
-/* WQEs currently posted. */
+/* WQEs currently posted (takes srq->lock). */
 uint32_t srn_srq_count(struct srn_srq *srq);
 /* A QP using srq, its receive CQ recv_cq, is created (attach true) or
  * destroyed: counts users (ibv_destroy_srq's EBUSY) and keeps track of
