@@ -60,7 +60,9 @@ static __attribute__((unused)) struct ibv_context *t_open(void)
 	return ctx;
 }
 
-static __attribute__((unused)) int t_end_init(struct t_end *e)
+/* Context, PD, CQ, registered buffer and a QP of type (RC or UC), in
+ * RESET. */
+static __attribute__((unused)) int t_end_open(struct t_end *e, enum ibv_qp_type type)
 {
 	memset(e, 0, sizeof(*e));
 	e->ctx = t_open();
@@ -76,12 +78,18 @@ static __attribute__((unused)) int t_end_init(struct t_end *e)
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	struct ibv_qp_init_attr qa = {
-		.send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC,
+		.send_cq = e->cq, .recv_cq = e->cq, .qp_type = type,
 		.cap = { .max_send_wr = 256, .max_recv_wr = 256,
 			 .max_send_sge = 4, .max_recv_sge = 4, .max_inline_data = 64 },
 	};
 	e->qp = ibv_create_qp(e->pd, &qa);
-	if (!e->mr || !e->qp || ibv_query_gid(e->ctx, 1, 0, &e->gid))
+	return !e->mr || !e->qp || ibv_query_gid(e->ctx, 1, 0, &e->gid) ? -1 : 0;
+}
+
+/* t_end_open with an RC QP, moved to INIT with every remote access. */
+static __attribute__((unused)) int t_end_init(struct t_end *e)
+{
+	if (t_end_open(e, IBV_QPT_RC))
 		return -1;
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,

@@ -111,11 +111,11 @@ static inline bool tu_payload_ok(struct tu_end *e, int i, uint32_t len, uint8_t 
  * 1024, both PSNs 0). */
 static inline int tu_uc_connect(struct ibv_qp *qp, uint32_t dqpn, const union ibv_gid *gid)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	const struct t_rc_attr init = { .access = IBV_ACCESS_REMOTE_WRITE };
+	struct ibv_qp_attr a;
 
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
+	/* (INIT is as an RC QP's; RTR and RTS take fewer attributes) */
+	if (t_qp_rc_init(qp, &init))
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;

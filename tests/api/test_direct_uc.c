@@ -18,35 +18,11 @@
 #include "t_rc.h"
 #include "t_ud.h"
 
-enum { SLOT = 65536, RBUF = 64 * SLOT };
+enum { SLOT = 65536 };             /* receive slots in t_end's buffer */
 
 static struct t_end a, b;
 static bool udp;
 static uint64_t next_rid = 100;
-
-static int end_open(struct t_end *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->ctx = t_lo_open();
-	e->pd = e->ctx ? ibv_alloc_pd(e->ctx) : NULL;
-	e->cq = e->pd ? ibv_create_cq(e->ctx, 256, NULL, NULL, 0) : NULL;
-	e->qp = e->cq ? t_qp_create(e->pd, e->cq, IBV_QPT_UC, 64) : NULL;
-	e->buf = aligned_alloc(4096, RBUF);
-	e->mr = e->qp && e->buf ? ibv_reg_mr(e->pd, e->buf, RBUF,
-					      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
-				: NULL;
-	return e->mr && !ibv_query_gid(e->ctx, 1, 0, &e->gid) ? 0 : -1;
-}
-
-static void end_close(struct t_end *e)
-{
-	ibv_destroy_qp(e->qp);
-	ibv_dereg_mr(e->mr);
-	ibv_destroy_cq(e->cq);
-	ibv_dealloc_pd(e->pd);
-	ibv_close_device(e->ctx);
-	free(e->buf);
-}
 
 /* A receive of the whole slot i of b; its wr_id. */
 static uint64_t recv_slot(int i)
@@ -185,7 +161,7 @@ int main(void)
 	alarm(60);
 	if (t_log_begin(&log))
 		return 1;
-	if (end_open(&a) || end_open(&b)) {
+	if (t_end_open(&a, IBV_QPT_UC) || t_end_open(&b, IBV_QPT_UC)) {
 		t_log_end(&log);
 		printf("SKIP: srn_lo or a verb it needs is not available\n");
 		return 77;
@@ -195,8 +171,8 @@ int main(void)
 	every_op();
 	dropped();
 	after_packets();
-	end_close(&a);
-	end_close(&b);
+	t_end_fini(&a);
+	t_end_fini(&b);
 	f = t_log_end(&log);
 	if (!f)
 		return 1;
