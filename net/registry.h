@@ -44,9 +44,11 @@ struct net_reg_qpinfo {
 	uint32_t access;             /* qp_access_flags (IBV_ACCESS_REMOTE_*) */
 	uint8_t state;               /* enum ibv_qp_state */
 	uint8_t type;                /* enum ibv_qp_type */
-	uint16_t dfamily;            /* AF_INET/AF_INET6 of the connected peer */
-	uint32_t dqpn;               /* QPN it is connected to */
-	uint8_t dip[16];             /* peer's IP (IPv4 in the first 4 bytes) */
+	uint16_t dfamily;            /* AF_INET/AF_INET6 of the connected peer
+				      * (UD: of its own address) */
+	uint32_t dqpn;               /* QPN it is connected to (UD: 0) */
+	uint8_t dip[16];             /* peer's IP, IPv4 in the first 4 bytes
+				      * (UD: its own, where datagrams reach it) */
 	/* Where a peer may deliver a SEND itself (verbs/shared_rings.h):
 	 * the RQ ring at rq_off in the owner's memfd rq_memfd (inode
 	 * rq_ino); rq_off 0: not possible, use packets. */
@@ -54,6 +56,8 @@ struct net_reg_qpinfo {
 	uint32_t rq_max_wr;          /* its entries */
 	uint64_t rq_ino;
 	uint64_t rq_off;
+	uint32_t qkey;               /* UD: the Q_Key a SEND must carry */
+	uint32_t reserved;
 };
 
 /* Publish (owner only, one writer per QPN at a time) the info of qpn;

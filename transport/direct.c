@@ -38,9 +38,11 @@ void direct_publish(struct srn_rc_state *rc)
 	enum ibv_qp_state st = rc_state(rc);
 	struct net_reg_qpinfo in;
 
+	bool ud = rc->type == IBV_QPT_UD;
+
 	if (!rc->eng || !rc->eng->reg)
 		return;
-	if (!rc_connected(rc) || !rc->path_ok || !net_shm_allowed() ||
+	if (!(ud || (rc_connected(rc) && rc->path_ok)) || !net_shm_allowed() ||
 	    (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD)) {
 		net_registry_publish(rc->eng->reg, rc->qpn, NULL);
 		return;
@@ -52,9 +54,16 @@ void direct_publish(struct srn_rc_state *rc)
 	in.access = qp->a.attr.qp_access_flags;
 	in.state = (uint8_t)st;
 	in.type = (uint8_t)rc->type;
-	in.dfamily = (uint16_t)rc->peer.family;
-	in.dqpn = rc->dqpn;
-	memcpy(in.dip, rc->peer.ip, sizeof(in.dip));
+	if (ud) {
+		/* any sender may come: it checks our address and Q_Key */
+		in.dfamily = (uint16_t)rc->eng->udp.local.family;
+		memcpy(in.dip, rc->eng->udp.local.ip, sizeof(in.dip));
+		in.qkey = rc->qkey;
+	} else {
+		in.dfamily = (uint16_t)rc->peer.family;
+		in.dqpn = rc->dqpn;
+		memcpy(in.dip, rc->peer.ip, sizeof(in.dip));
+	}
 	direct_send_publish(qp, &in);
 	net_registry_publish(rc->eng->reg, rc->qpn, &in);
 }
@@ -84,10 +93,8 @@ static void mr_cache_clear(struct direct_qp *d)
 	memset(d->mr, 0, sizeof(d->mr));
 }
 
-void direct_qp_forget(struct srn_rc_state *rc)
+void direct_qp_free(struct direct_qp *d)
 {
-	struct direct_qp *d = rc->direct;
-
 	if (!d)
 		return;
 	mr_cache_clear(d);
@@ -95,7 +102,13 @@ void direct_qp_forget(struct srn_rc_state *rc)
 	peer_put(d->peer);
 	peer_put(d->self); /* (its mappings are our own memory: none held) */
 	free(d);
+}
+
+void direct_qp_forget(struct srn_rc_state *rc)
+{
+	direct_qp_free(rc->direct);
 	rc->direct = NULL;
+	direct_ud_forget(rc);
 }
 
 static size_t ip_len(int family)
@@ -103,21 +116,17 @@ static size_t ip_len(int family)
 	return family == AF_INET ? 4 : 16;
 }
 
-/* The QP's cache, created on first use; NULL when direct is not for it. */
-static struct direct_qp *direct_qp_get(struct srn_rc_state *rc)
+struct direct_qp *direct_qp_new(struct srn_rc_state *rc)
 {
-	struct direct_qp *d = rc->direct;
 	struct srn_engine *eng = rc->eng;
+	struct direct_qp *d = calloc(1, sizeof(*d));
 
-	if (d)
-		return d->off ? NULL : d;
-	d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
-	rc->direct = d;
+	d->dqpn = rc->dqpn;
 	/* Only a destination on this host can be reached in memory; the
 	 * registry is this host's, so its QPN must be too. */
-	d->off = !net_direct_enabled() || !rc_connected(rc) || !eng->reg ||
+	d->off = !net_direct_enabled() || !eng->reg ||
 		 rc->peer.family != eng->udp.local.family ||
 		 !net_addr_is_local(rc->peer.family, rc->peer.ip) ||
 		 !(d->qgen = net_registry_qpinfo_seq(eng->reg, rc->dqpn));
@@ -126,7 +135,17 @@ static struct direct_qp *direct_qp_get(struct srn_rc_state *rc)
 		d->self = peer_get(getpid(), rc->qp->ctx->mrdir_nonce);
 		d->self_pd = rc->qp->pd->ibv.handle;
 	}
-	return d->off ? NULL : d;
+	return d;
+}
+
+/* The QP's cache, created on first use; NULL when direct is not for it. */
+static struct direct_qp *direct_qp_get(struct srn_rc_state *rc)
+{
+	struct direct_qp *d = rc->direct;
+
+	if (!d && rc_connected(rc))
+		d = rc->direct = direct_qp_new(rc);
+	return d && !d->off ? d : NULL;
 }
 
 
@@ -151,11 +170,19 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 	}
 	d->have = true;
 	d->gen = gen;
-	/* connected to exactly this QP at this address, and able to
-	 * receive (a responder executes in RTR and RTS) */
-	if (in.type != rc->type || (in.state != IBV_QPS_RTR && in.state != IBV_QPS_RTS) ||
-	    in.dqpn != rc->qpn || in.dfamily != eng->udp.local.family ||
-	    memcmp(in.dip, eng->udp.local.ip, ip_len(in.dfamily))) {
+	/* RC, UC: connected to exactly this QP at this address, and able
+	 * to receive (a responder executes in RTR and RTS); UD: at the
+	 * address we send to, receiving (ud_rx: RTR, RTS, SQD) */
+	if (rc->type == IBV_QPT_UD
+		    ? in.type != IBV_QPT_UD ||
+			      (in.state != IBV_QPS_RTR && in.state != IBV_QPS_RTS &&
+			       in.state != IBV_QPS_SQD) ||
+			      in.dfamily != rc->peer.family ||
+			      memcmp(in.dip, rc->peer.ip, ip_len(in.dfamily))
+		    : in.type != rc->type ||
+			      (in.state != IBV_QPS_RTR && in.state != IBV_QPS_RTS) ||
+			      in.dqpn != rc->qpn || in.dfamily != eng->udp.local.family ||
+			      memcmp(in.dip, eng->udp.local.ip, ip_len(in.dfamily))) {
 		srn_dbg(eng, "qp %u: direct: qpn %u not usable (type %u state %u dqpn %u)",
 			rc->qpn, rc->dqpn, in.type, in.state, in.dqpn);
 		return false;
@@ -177,6 +204,7 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 	}
 	d->access = in.access;
 	d->pd_handle = in.pd_handle;
+	d->qkey = in.qkey;
 	d->rq_memfd = in.rq_memfd;
 	d->rq_max_wr = in.rq_max_wr;
 	d->rq_ino = in.rq_ino;
@@ -355,10 +383,9 @@ static void copy_in(const char *src, const struct iovec *iov, int n, bool may_ov
 	}
 }
 
-int direct_gather_sge(struct srn_rc_state *rc, const struct ibv_sge *sge, uint64_t len,
+int direct_gather_sge(struct direct_qp *d, const struct ibv_sge *sge, uint64_t len,
 		      struct iovec *iov)
 {
-	struct direct_qp *d = rc->direct;
 	struct direct_mr *m;
 	uint64_t vaddr;
 	char *ptr;
@@ -375,7 +402,8 @@ int direct_gather_sge(struct srn_rc_state *rc, const struct ibv_sge *sge, uint64
 	return 1;
 }
 
-int direct_gather(struct srn_rc_state *rc, struct srn_send_wqe *w, struct iovec *iov)
+int direct_gather(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w,
+		  struct iovec *iov)
 {
 	if (!w->length)
 		return 0;
@@ -388,7 +416,7 @@ int direct_gather(struct srn_rc_state *rc, struct srn_send_wqe *w, struct iovec 
 	 * else, or a verdict of no, goes the usual way, which gives the
 	 * exact answer. */
 	if (w->num_sge == 1 && w->sge[0].length >= w->length &&
-	    direct_gather_sge(rc, &w->sge[0], w->length, iov) == 1)
+	    direct_gather_sge(d, &w->sge[0], w->length, iov) == 1)
 		return 1;
 	return rc_sge_map(rc, rc->qp->pd, w->sge, w->num_sge, 0, w->length, 0, iov, SRN_MAX_SGE);
 }
@@ -407,7 +435,7 @@ static bool do_write(struct srn_rc_state *rc, struct direct_qp *d, struct srn_se
 			return false;
 		if (!dst && (peer_is_self(d->peer) || !peer_vm_usable(d->peer)))
 			return false;
-		n = direct_gather(rc, w, iov);
+		n = direct_gather(rc, d, w, iov);
 		if (n < 0)
 			return false; /* the packet path reports LOC_PROT_ERR */
 		if (dst) {
@@ -609,7 +637,7 @@ int srn_transport_post_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint
 			/* the caller's buffer, read now: as INLINE allows */
 			src[0].iov_base = (void *)(uintptr_t)wr->sg_list[0].addr;
 			src[0].iov_len = len;
-		} else if (direct_gather_sge(rc, &wr->sg_list[0], len, src) != 1) {
+		} else if (direct_gather_sge(d, &wr->sg_list[0], len, src) != 1) {
 			return 0;
 		}
 	}

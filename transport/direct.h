@@ -6,11 +6,13 @@
  * no packet, no work for the target's CPU.  Anything that fails a check
  * is left to the packet path, which produces the exact protocol error.
  * Direct operations consume no PSN: both ends are ours, and the packet
- * path keeps its own sequence. */
+ * path keeps its own sequence.  A UD SEND to a QP of this host is
+ * delivered the same way (direct_ud.c). */
 #ifndef TRANSPORT_DIRECT_H
 #define TRANSPORT_DIRECT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct srn_rc_state;
 struct srn_send_wqe;
@@ -28,6 +30,16 @@ enum { DIRECT_WAIT_NS = 20 * 1000 };
 /* Forget the QP's cached view of its peer (attributes changed, reset,
  * destroy).  qp->lock held. */
 void direct_qp_forget(struct srn_rc_state *rc);
+
+/* ud.c, qp->lock held: a UD SEND w to rc->dqpn at rc->peer (ud_route),
+ * Q_Key qkey, payload gathered in pay[0..npay).  1: done in the
+ * target's memory, or dropped there as its responder would (no receive
+ * WQE): w is complete; 0: nothing changed, packets take it. */
+struct iovec;
+int direct_ud_send(struct srn_rc_state *rc, const struct srn_send_wqe *w, uint32_t qkey,
+		   const struct iovec *pay, int npay);
+/* direct_ud.c: forget every destination a UD QP cached. */
+void direct_ud_forget(struct srn_rc_state *rc);
 
 /* hooks.c, qp->lock held: publish what a same-host peer checks before
  * executing on this QP (state, access, PD, the peer it is connected to)

@@ -45,7 +45,11 @@ struct direct_mr {
 enum { DIRECT_UC_STALE_NS = 100 * 1000 * 1000 };
 
 struct direct_qp {
-	bool off;                    /* not a same-host RC or UC peer: never */
+	bool off;                    /* not a same-host peer: never */
+	uint32_t dqpn;               /* the target QP, */
+	int peer_family;             /* UD: at this address (RC and UC: */
+	uint8_t peer_ip[16];         /* the QP's own path) */
+	uint32_t qkey;               /* UD: the target's Q_Key at gen */
 	bool uc_packets;             /* UC: a message went as packets; the
 				      * next go so too until they landed (so
 				      * they keep their order) */
@@ -85,7 +89,13 @@ struct direct_qp {
 	uint64_t rnr_since;          /* no receive posted since (coarse ns), 0 */
 };
 
-/* direct.c, hot: does the target QP still accept direct operations? */
+/* direct.c: a cache for the target rc->dqpn at rc->peer (d->off: that
+ * one is not reached in memory), or NULL without memory. */
+struct direct_qp *direct_qp_new(struct srn_rc_state *rc);
+/* direct.c: d and what it holds, gone (NULL: nothing). */
+void direct_qp_free(struct direct_qp *d);
+/* direct.c, hot: does the target QP still accept direct operations?
+ * (d's target must be rc->dqpn at rc->peer.) */
 bool direct_qp_check(struct srn_rc_state *rc, struct direct_qp *d);
 /* direct.c, hot: the cached view of key (an rkey, or a receive lkey). */
 struct direct_mr *direct_mr_get(struct direct_qp *d, uint32_t key);
@@ -95,11 +105,12 @@ bool direct_mr_range(const struct direct_mr *m, uint64_t va, uint64_t len,
 		     unsigned int access, char **ptr, uint64_t *vaddr);
 /* direct.c: w's payload (inline or its SGEs) as iovecs into iov
  * (SRN_MAX_SGE): their count, or < 0 if an SGE fails the local checks. */
-int direct_gather(struct srn_rc_state *rc, struct srn_send_wqe *w, struct iovec *iov);
+int direct_gather(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w,
+		  struct iovec *iov);
 /* direct.c: one SGE of len bytes of our own, checked in our own MR
- * directory (no context lock), as iov[0]: 1, or -1 if not found there
- * or refused (rc_sge_map gives the exact answer). */
-int direct_gather_sge(struct srn_rc_state *rc, const struct ibv_sge *sge, uint64_t len,
+ * directory through d (no context lock), as iov[0]: 1, or -1 if not
+ * found there or refused (rc_sge_map gives the exact answer). */
+int direct_gather_sge(struct direct_qp *d, const struct ibv_sge *sge, uint64_t len,
 		      struct iovec *iov);
 /* direct.c: w is done: its WC if signaled, the SQ moves on, c counted. */
 void direct_complete(struct srn_rc_state *rc, struct srn_send_wqe *w, enum srn_counter c);
@@ -112,6 +123,12 @@ void direct_done(struct srn_rc_state *rc, uint64_t wr_id, enum ibv_wr_opcode op,
  * straight into the target's posted receive buffer and receive CQ: 1
  * done, 0 nothing changed, -EAGAIN no receive posted (direct_try). */
 int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w);
+/* direct_send.c: a UD SEND (with immediate) of w, its payload gathered in
+ * pay[0..npay), to d's QP (rc->dqpn at rc->peer, Q_Key checked): 1 done
+ * (delivered, or dropped for want of a receive WQE, as the target's
+ * ud_rx would), 0 nothing changed (packets). */
+int direct_send_ud(struct srn_rc_state *rc, struct direct_qp *d, const struct srn_send_wqe *w,
+		   const struct iovec *pay, int npay);
 /* direct_send.c: the same for wr itself (srn_transport_post_now: a
  * SEND, with immediate, or a WRITE with immediate of len bytes gathered
  * in src[0]): 1 done (the sender's WC is the caller's), 0 not done. */

@@ -5,7 +5,7 @@
  * (verbs/shared_rings.h) mapped here.  No packet, no ACK, no work for the
  * target's CPU: the target sees the completion at its next poll.
  *
- * Only when the target published its rings: an RC QP without SRQ.  If
+ * Only when the target published its rings (an RC, UC or UD QP).  If
  * the target armed its CQ's completion channel, its engine is woken to
  * fire it (a doorbell datagram).  Every check the responder
  * would make comes first (a WQE posted, its lkeys in the QP's PD with
@@ -327,6 +327,7 @@ struct direct_msg {
 	int ns;
 	uint64_t len;
 	bool write, imm, solicited;
+	bool grh;                    /* UD: src starts with the GRH slot */
 	uint32_t imm_data;
 	uint64_t remote_addr;        /* write only */
 	uint32_t rkey;
@@ -363,6 +364,9 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 	struct srn_cqe_slot *cqe;
 	uint32_t r_head = 0;
 	bool rnr = false, limit = false, vm = false, failed = false;
+	/* UC and UD have no RNR: no receive WQE drops the message, and a
+	 * full CQ means packets (the responder's answer, not ours) */
+	bool reliable = rc->type == IBV_QPT_RC;
 	int nd = -1, ret;
 
 	if (!rings_attach(d) || !atomic_load_explicit(&d->rq->open, memory_order_relaxed))
@@ -379,8 +383,8 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 	if (m->write && !write_target(d, m->remote_addr, m->rkey, len, dst))
 		return 0;
 	ret = srn_cq_ring_reserve_cached(d->cq, d->cq_size, &d->cq_cons, &idx);
-	if (ret == -ENOSPC) /* the receiver has yet to poll (UC: packets) */
-		return rc->type == IBV_QPT_UC ? 0 : not_now(d);
+	if (ret == -ENOSPC) /* the receiver has yet to poll (UC, UD: packets) */
+		return reliable ? not_now(d) : 0;
 	if (ret)
 		return 0; /* closed (resized): packets */
 	for (int t = 0; t < SEND_TAKE_TRIES; t++) {
@@ -422,10 +426,10 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 		nd = -1; /* the target's own engine took it first */
 	}
 	srn_cq_ring_unreserve(d->cq, d->cq_size, idx, SRN_CQE_PEER);
-	/* UC has no RNR: a message that finds no receive WQE is dropped,
-	 * as its responder would (not sent as packets, which could land
-	 * after a later message delivered here) */
-	if (rnr && rc->type == IBV_QPT_UC)
+	/* UC and UD have no RNR: a message that finds no receive WQE is
+	 * dropped, as their responders would (not sent as packets, which
+	 * could land after a later message delivered here) */
+	if (rnr && !reliable)
 		return -ENOENT;
 	if (rnr)
 		return not_now(d);
@@ -450,7 +454,7 @@ take:
 	cqe->wc.vendor_err = 0;
 	cqe->wc.byte_len = failed ? 0 : (uint32_t)len;
 	cqe->wc.imm_data = m->imm ? m->imm_data : 0;
-	cqe->wc.wc_flags = m->imm ? IBV_WC_WITH_IMM : 0;
+	cqe->wc.wc_flags = (m->imm ? IBV_WC_WITH_IMM : 0) | (m->grh ? IBV_WC_GRH : 0);
 	cqe->wc.qp_num = rc->dqpn;
 	cqe->wc.src_qp = rc->qpn;
 	cqe->wc.pkey_index = 0;
@@ -492,7 +496,7 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 	cqe_prefetch(d);
 	/* (any check failing means packets, which give the exact error:
 	 * their order here does not matter) */
-	m.ns = direct_gather(rc, w, src);
+	m.ns = direct_gather(rc, d, w, src);
 	if (m.ns < 0)
 		return 0; /* the packet path reports LOC_PROT_ERR */
 	ret = deliver(rc, d, &m);
@@ -511,6 +515,44 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 		ret = 1;
 	}
 	return ret;
+}
+
+int direct_send_ud(struct srn_rc_state *rc, struct direct_qp *d, const struct srn_send_wqe *w,
+		   const struct iovec *pay, int npay)
+{
+	struct iovec src[1 + SRN_MAX_SGE];
+	uint8_t grh[WIRE_GRH_LEN];
+	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM;
+	struct direct_msg m = {
+		.src = src,
+		.ns = 1 + npay,
+		.len = WIRE_GRH_LEN + w->length,
+		.grh = true,
+		.imm = imm,
+		.solicited = (w->send_flags & IBV_SEND_SOLICITED) != 0,
+		.imm_data = imm ? w->imm_data : 0,
+		.vm_ok = true,
+	};
+	int ret;
+
+	if (npay > SRN_MAX_SGE)
+		return 0;
+	cqe_prefetch(d);
+	/* the receive buffer starts with the GRH slot the packet's IP
+	 * header would fill (ud_rx), the RoCE length as on the wire */
+	ud_grh(&rc->l3, ud_wire_len(imm, (uint32_t)w->length), grh);
+	src[0].iov_base = grh;
+	src[0].iov_len = WIRE_GRH_LEN;
+	memcpy(src + 1, pay, sizeof(*pay) * (size_t)npay);
+	ret = deliver(rc, d, &m);
+	if (ret == 1)
+		rc_count(rc, SRN_CNT_direct_send);
+	else if (ret == -ENOENT)
+		rc_count(rc, SRN_CNT_ud_msg_dropped);
+	else if (ret == -EIO)
+		rc_count(rc, SRN_CNT_direct_send); /* its receive failed, as in ud_rx */
+	/* (an unreliable sender learns nothing of what became of it) */
+	return ret == 1 || ret == -ENOENT || ret == -EIO;
 }
 
 int direct_send_wr(struct srn_rc_state *rc, struct direct_qp *d, const struct ibv_send_wr *wr,

@@ -47,6 +47,7 @@ struct rc_replay {                   /* responder's atomic replay cache entry */
 };
 
 struct direct_qp;
+struct direct_ud;
 
 struct srn_rc_state {
 	struct srn_qp *qp;
@@ -134,6 +135,8 @@ struct srn_rc_state {
 	/* same-host direct path (direct.c): cached view of the target,
 	 * NULL until first used; freed by direct_qp_forget */
 	struct direct_qp *direct;
+	/* UD: the same, per destination QP (direct_ud.c) */
+	struct direct_ud *direct_ud;
 
 	/* same-host peer's inbox (net/shm_ring.h) from rc_resolve_path;
 	 * NULL: packets go to the socket */
@@ -329,6 +332,11 @@ void ud_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt,
  * one copy to every local QP attached to it. */
 void ud_mcast_rx(struct srn_engine *eng, const struct wire_pkt *pkt,
 		 const struct wire_l3 *l3, uint32_t len);
+/* ud.c: the 40-byte GRH slot a receive buffer starts with, for a packet
+ * of RoCE length len (BTH .. ICRC) that came in as l3 says. */
+void ud_grh(const struct wire_l3 *l3, uint32_t len, uint8_t out[WIRE_GRH_LEN]);
+/* ud.c: the RoCE length of a UD SEND of len payload bytes. */
+uint32_t ud_wire_len(bool imm, uint32_t len);
 
 /* mcast.c: IP group membership of an engine and sending to a group. */
 int mcast_send_prepare(struct srn_engine *eng);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "transport/direct.h"
 #include "transport/rc.h"
 
 enum { UD_RESUME_NS = 50 * 1000, UD_MAX_MCAST_COPIES = SRN_MAX_MCAST_QP_ATTACH };
@@ -74,8 +75,15 @@ static bool ud_route(struct srn_rc_state *rc, const struct srn_send_wqe *w)
 	return true;
 }
 
-/* Send the WQE at sq.next.  0, -EAGAIN, or -EINVAL (opcode), -EMSGSIZE
- * (larger than the MTU), -EFAULT (local protection error). */
+uint32_t ud_wire_len(bool imm, uint32_t len)
+{
+	return WIRE_BTH_LEN + WIRE_DETH_LEN + (imm ? WIRE_IMMDT_LEN : 0) + len +
+	       (-len & 3) + WIRE_ICRC_LEN;
+}
+
+/* Send the WQE at sq.next.  0 sent (or lost), 1 done in a same-host
+ * target's memory (direct_ud_send), -EAGAIN, or -EINVAL (opcode),
+ * -EMSGSIZE (larger than the MTU), -EFAULT (local protection error). */
 static int ud_send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 {
 	struct srn_qp *qp = rc->qp;
@@ -114,6 +122,10 @@ static int ud_send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	h.psn = rc->req_psn;
 	/* the QP's Q_Key when the WR's has the high bit set (IBTA 10.2.5) */
 	h.qkey = (w->remote_qkey & 0x80000000u) ? rc->qkey : w->remote_qkey;
+	/* a QP of this host: straight into its memory (consumes no PSN:
+	 * nobody checks a UD PSN) */
+	if (!srn_ah(w->ah)->mcast && direct_ud_send(rc, w, h.qkey, pay, npay))
+		return 1;
 	h.sqpn = rc->qpn;
 	h.imm_be = w->imm_data;
 	h.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
@@ -151,6 +163,15 @@ void ud_requester_run(struct srn_rc_state *rc)
 		struct srn_send_wqe *w = rc_sq(qp, qp->sq.next);
 		int ret = ud_send_one(rc, w);
 
+		if (ret == 1) {
+			/* done in memory: what left as packets before it
+			 * completes first */
+			ud_retire(rc);
+			ud_send_wc(rc, w, IBV_WC_SUCCESS);
+			w->state = WQE_NEW;
+			qp->sq.head = ++qp->sq.next;
+			continue;
+		}
 		if (ret == -EAGAIN) {
 			ud_retire(rc);
 			rc->resume_at = srn_now_ns() + UD_RESUME_NS;
@@ -173,7 +194,7 @@ void ud_requester_run(struct srn_rc_state *rc)
 
 /* The 40-byte GRH slot as RoCEv2 receivers present it: for IPv4, 20
  * zero bytes then the IPv4 header; for IPv6 the IPv6 header. */
-static void ud_grh(const struct wire_l3 *l3, uint32_t len, uint8_t out[WIRE_GRH_LEN])
+void ud_grh(const struct wire_l3 *l3, uint32_t len, uint8_t out[WIRE_GRH_LEN])
 {
 	uint8_t hdrs[48];
 	struct wire_l3 a = *l3;

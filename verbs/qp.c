@@ -202,7 +202,8 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		qp->cap.max_recv_sge = 0;
 		/* what a same-host peer needs to deliver a SEND itself: where
 		 * the recv CQ and the SRQ's ring are (direct_send_publish) */
-		if ((a->qp_type == IBV_QPT_RC || a->qp_type == IBV_QPT_UC) && a->recv_cq &&
+		if ((a->qp_type == IBV_QPT_RC || a->qp_type == IBV_QPT_UC ||
+		     a->qp_type == IBV_QPT_UD) && a->recv_cq &&
 		    srn_cq(a->recv_cq)->share && srn_srq(a->srq)->ring_share) {
 			qp->srq_hdr = srn_rings_alloc(srn_ctx(context), srn_rq_ring_bytes(0),
 						      &qp->srq_hdr_share);
@@ -216,9 +217,9 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		qp->rq.max_wr = srn_rq_ring_slots(qp->cap.max_recv_wr);
 		qp->rq.max_sge = a->cap.max_recv_sge;
 		/* a ring a same-host peer can take from (verbs/shared_rings.h)
-		 * when it is a connected QP whose receive CQ it can complete
-		 * into */
-		qp->rqs = srn_rings_alloc((a->qp_type == IBV_QPT_RC || a->qp_type == IBV_QPT_UC) &&
+		 * when its receive CQ is one the peer can complete into */
+		qp->rqs = srn_rings_alloc((a->qp_type == IBV_QPT_RC || a->qp_type == IBV_QPT_UC ||
+					   a->qp_type == IBV_QPT_UD) &&
 						  a->recv_cq && srn_cq(a->recv_cq)->share ?
 					  srn_ctx(context) : NULL,
 					  srn_rq_ring_bytes(qp->rq.max_wr), &qp->rq_share);

@@ -1,0 +1,78 @@
+/* transport/direct_ud: UD SENDs to a QP of this host, delivered by the
+ * sender in the target's memory (direct_send.c's delivery, with the GRH
+ * slot in front) instead of as a datagram through the loopback device.
+ *
+ * A UD QP names its destination per work request, so it keeps a view of
+ * each of its last few targets (DIRECT_UD_DESTS, replaced round robin),
+ * each revalidated with one load as an RC QP's single target is.  The
+ * target publishes its address and Q_Key with its rings; a SEND whose
+ * Q_Key or address does not match, or that fails any other check, goes
+ * as a datagram, and the target's ud_rx answers it as ever (drops it, or
+ * completes the receive with an error). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/direct.h"
+#include "transport/direct_priv.h"
+#include "transport/rc.h"
+
+enum { DIRECT_UD_DESTS = 4 };
+
+struct direct_ud {
+	struct direct_qp *dest[DIRECT_UD_DESTS];
+	unsigned int next;           /* the slot a new target takes */
+};
+
+void direct_ud_forget(struct srn_rc_state *rc)
+{
+	struct direct_ud *u = rc->direct_ud;
+
+	if (!u)
+		return;
+	for (int i = 0; i < DIRECT_UD_DESTS; i++)
+		direct_qp_free(u->dest[i]);
+	free(u);
+	rc->direct_ud = NULL;
+}
+
+/* The view of rc->dqpn at rc->peer (as ud_route set them), made on first
+ * use; NULL where memory is not the way there. */
+static struct direct_qp *ud_dest(struct srn_rc_state *rc)
+{
+	struct direct_ud *u = rc->direct_ud;
+	struct direct_qp *d;
+
+	if (!u) {
+		u = rc->direct_ud = calloc(1, sizeof(*u));
+		if (!u)
+			return NULL;
+	}
+	for (int i = 0; i < DIRECT_UD_DESTS; i++) {
+		d = u->dest[i];
+		if (d && d->dqpn == rc->dqpn && d->peer_family == rc->peer.family &&
+		    !memcmp(d->peer_ip, rc->peer.ip, sizeof(d->peer_ip)))
+			return d->off ? NULL : d;
+	}
+	d = direct_qp_new(rc);
+	if (!d)
+		return NULL;
+	d->peer_family = rc->peer.family;
+	memcpy(d->peer_ip, rc->peer.ip, sizeof(d->peer_ip));
+	direct_qp_free(u->dest[u->next]);
+	u->dest[u->next] = d;
+	u->next = (u->next + 1) % DIRECT_UD_DESTS;
+	return d->off ? NULL : d;
+}
+
+int direct_ud_send(struct srn_rc_state *rc, const struct srn_send_wqe *w, uint32_t qkey,
+		   const struct iovec *pay, int npay)
+{
+	struct direct_qp *d;
+
+	if (w->opcode != IBV_WR_SEND && w->opcode != IBV_WR_SEND_WITH_IMM)
+		return 0;
+	d = ud_dest(rc);
+	if (!d || !direct_qp_check(rc, d) || d->qkey != qkey)
+		return 0; /* (a wrong Q_Key: the target drops the datagram) */
+	return direct_send_ud(rc, d, w, pay, npay);
+}
