@@ -605,6 +605,8 @@ int srn_transport_post_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint
 	uint64_t vaddr;
 	char *dst = NULL;
 
+	if (rc && rc->type == IBV_QPT_UD)
+		return direct_ud_post_now(rc, wr, len);
 	if (!d || d->off || d->uc_packets)
 		return 0;
 	/* The target may be spinning on the lines we are about to write:

@@ -31,13 +31,19 @@ enum { DIRECT_WAIT_NS = 20 * 1000 };
  * destroy).  qp->lock held. */
 void direct_qp_forget(struct srn_rc_state *rc);
 
-/* ud.c, qp->lock held: a UD SEND w to rc->dqpn at rc->peer (ud_route),
- * Q_Key qkey, payload gathered in pay[0..npay).  1: done in the
- * target's memory, or dropped there as its responder would (no receive
- * WQE): w is complete; 0: nothing changed, packets take it. */
+/* ud.c, qp->lock held: a UD SEND (imm: with immediate imm_be) of len
+ * bytes gathered in pay[0..npay) to rc->dqpn at rc->peer (ud_route),
+ * Q_Key qkey.  1: done in the target's memory, or dropped there as its
+ * responder would (no receive WQE), and counted: the SEND is complete;
+ * 0: nothing changed, packets take it. */
 struct iovec;
-int direct_ud_send(struct srn_rc_state *rc, const struct srn_send_wqe *w, uint32_t qkey,
-		   const struct iovec *pay, int npay);
+int direct_ud_send(struct srn_rc_state *rc, bool imm, uint32_t imm_be, bool solicited,
+		   uint32_t qkey, uint32_t len, const struct iovec *pay, int npay);
+/* direct.c (srn_transport_post_now), qp->lock held: wr, a UD SEND of
+ * len bytes in one SGE on an idle send queue, done at once in a
+ * same-host target's memory with its completion: 1; else 0. */
+struct ibv_send_wr;
+int direct_ud_post_now(struct srn_rc_state *rc, const struct ibv_send_wr *wr, uint32_t len);
 /* direct_ud.c: forget every destination a UD QP cached. */
 void direct_ud_forget(struct srn_rc_state *rc);
 

@@ -123,12 +123,13 @@ void direct_done(struct srn_rc_state *rc, uint64_t wr_id, enum ibv_wr_opcode op,
  * straight into the target's posted receive buffer and receive CQ: 1
  * done, 0 nothing changed, -EAGAIN no receive posted (direct_try). */
 int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w);
-/* direct_send.c: a UD SEND (with immediate) of w, its payload gathered in
- * pay[0..npay), to d's QP (rc->dqpn at rc->peer, Q_Key checked): 1 done
- * (delivered, or dropped for want of a receive WQE, as the target's
- * ud_rx would), 0 nothing changed (packets). */
-int direct_send_ud(struct srn_rc_state *rc, struct direct_qp *d, const struct srn_send_wqe *w,
-		   const struct iovec *pay, int npay);
+/* direct_send.c: a UD SEND (imm: with immediate imm_be) of len bytes
+ * gathered in pay[0..npay) to d's QP (rc->dqpn at rc->peer, Q_Key
+ * checked): 1 done (delivered, or dropped for want of a receive WQE, as
+ * the target's ud_rx would; *c says which), 0 nothing changed (packets). */
+int direct_send_ud(struct srn_rc_state *rc, struct direct_qp *d, bool imm, uint32_t imm_be,
+		   bool solicited, uint32_t len, const struct iovec *pay, int npay,
+		   enum srn_counter *c);
 /* direct_send.c: the same for wr itself (srn_transport_post_now: a
  * SEND, with immediate, or a WRITE with immediate of len bytes gathered
  * in src[0]): 1 done (the sender's WC is the caller's), 0 not done. */

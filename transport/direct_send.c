@@ -517,20 +517,20 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 	return ret;
 }
 
-int direct_send_ud(struct srn_rc_state *rc, struct direct_qp *d, const struct srn_send_wqe *w,
-		   const struct iovec *pay, int npay)
+int direct_send_ud(struct srn_rc_state *rc, struct direct_qp *d, bool imm, uint32_t imm_be,
+		   bool solicited, uint32_t len, const struct iovec *pay, int npay,
+		   enum srn_counter *c)
 {
 	struct iovec src[1 + SRN_MAX_SGE];
 	uint8_t grh[WIRE_GRH_LEN];
-	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM;
 	struct direct_msg m = {
 		.src = src,
 		.ns = 1 + npay,
-		.len = WIRE_GRH_LEN + w->length,
+		.len = WIRE_GRH_LEN + (uint64_t)len,
 		.grh = true,
 		.imm = imm,
-		.solicited = (w->send_flags & IBV_SEND_SOLICITED) != 0,
-		.imm_data = imm ? w->imm_data : 0,
+		.solicited = solicited,
+		.imm_data = imm ? imm_be : 0,
 		.vm_ok = true,
 	};
 	int ret;
@@ -540,18 +540,14 @@ int direct_send_ud(struct srn_rc_state *rc, struct direct_qp *d, const struct sr
 	cqe_prefetch(d);
 	/* the receive buffer starts with the GRH slot the packet's IP
 	 * header would fill (ud_rx), the RoCE length as on the wire */
-	ud_grh(&rc->l3, ud_wire_len(imm, (uint32_t)w->length), grh);
+	ud_grh(&rc->l3, ud_wire_len(imm, len), grh);
 	src[0].iov_base = grh;
 	src[0].iov_len = WIRE_GRH_LEN;
 	memcpy(src + 1, pay, sizeof(*pay) * (size_t)npay);
 	ret = deliver(rc, d, &m);
-	if (ret == 1)
-		rc_count(rc, SRN_CNT_direct_send);
-	else if (ret == -ENOENT)
-		rc_count(rc, SRN_CNT_ud_msg_dropped);
-	else if (ret == -EIO)
-		rc_count(rc, SRN_CNT_direct_send); /* its receive failed, as in ud_rx */
-	/* (an unreliable sender learns nothing of what became of it) */
+	/* (-EIO: its receive failed, as ud_rx fails it; an unreliable
+	 * sender learns nothing of what became of it) */
+	*c = ret == -ENOENT ? SRN_CNT_ud_msg_dropped : SRN_CNT_direct_send;
 	return ret == 1 || ret == -ENOENT || ret == -EIO;
 }
 

@@ -64,15 +64,55 @@ static struct direct_qp *ud_dest(struct srn_rc_state *rc)
 	return d->off ? NULL : d;
 }
 
-int direct_ud_send(struct srn_rc_state *rc, const struct srn_send_wqe *w, uint32_t qkey,
-		   const struct iovec *pay, int npay)
+/* The target's view, checked: still there, taking our Q_Key. */
+static struct direct_qp *ud_target(struct srn_rc_state *rc, uint32_t qkey)
 {
-	struct direct_qp *d;
+	struct direct_qp *d = ud_dest(rc);
 
-	if (w->opcode != IBV_WR_SEND && w->opcode != IBV_WR_SEND_WITH_IMM)
-		return 0;
-	d = ud_dest(rc);
 	if (!d || !direct_qp_check(rc, d) || d->qkey != qkey)
-		return 0; /* (a wrong Q_Key: the target drops the datagram) */
-	return direct_send_ud(rc, d, w, pay, npay);
+		return NULL; /* (a wrong Q_Key: the target drops the datagram) */
+	return d;
+}
+
+int direct_ud_send(struct srn_rc_state *rc, bool imm, uint32_t imm_be, bool solicited,
+		   uint32_t qkey, uint32_t len, const struct iovec *pay, int npay)
+{
+	struct direct_qp *d = ud_target(rc, qkey);
+	enum srn_counter c;
+
+	if (!d || !direct_send_ud(rc, d, imm, imm_be, solicited, len, pay, npay, &c))
+		return 0;
+	rc_count(rc, c);
+	return 1;
+}
+
+int direct_ud_post_now(struct srn_rc_state *rc, const struct ibv_send_wr *wr, uint32_t len)
+{
+	struct srn_qp *qp = rc->qp;
+	bool imm = wr->opcode == IBV_WR_SEND_WITH_IMM;
+	uint32_t qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? rc->qkey : wr->wr.ud.remote_qkey;
+	struct iovec src[1];
+	struct direct_qp *d;
+	enum srn_counter c;
+
+	/* (larger than the MTU, a group, no route: the general path's
+	 * errors and datagrams) */
+	if (len > rc->pmtu || srn_ah(wr->wr.ud.ah)->mcast ||
+	    !ud_route(rc, wr->wr.ud.ah, wr->wr.ud.remote_qpn) || !(d = ud_target(rc, qkey)))
+		return 0;
+	if (len) {
+		if (wr->send_flags & IBV_SEND_INLINE) {
+			/* the caller's buffer, read now: as INLINE allows */
+			src[0].iov_base = (void *)(uintptr_t)wr->sg_list[0].addr;
+			src[0].iov_len = len;
+		} else if (direct_gather_sge(d, &wr->sg_list[0], len, src) != 1) {
+			return 0;
+		}
+	}
+	if (!direct_send_ud(rc, d, imm, imm ? wr->imm_data : 0,
+			    (wr->send_flags & IBV_SEND_SOLICITED) != 0, len, src, len ? 1 : 0, &c))
+		return 0;
+	direct_done(rc, wr->wr_id, wr->opcode, len,
+		    qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED), c);
+	return 1;
 }

@@ -335,6 +335,10 @@ void ud_mcast_rx(struct srn_engine *eng, const struct wire_pkt *pkt,
 /* ud.c: the 40-byte GRH slot a receive buffer starts with, for a packet
  * of RoCE length len (BTH .. ICRC) that came in as l3 says. */
 void ud_grh(const struct wire_l3 *l3, uint32_t len, uint8_t out[WIRE_GRH_LEN]);
+/* ud.c: point rc->peer / rc->l3 / rc->dqpn at the destination of a WR
+ * (rc_tx sends there).  false: unreachable from this device (wrong
+ * family, or a group it cannot send to). */
+bool ud_route(struct srn_rc_state *rc, struct ibv_ah *ah, uint32_t remote_qpn);
 /* ud.c: the RoCE length of a UD SEND of len payload bytes. */
 uint32_t ud_wire_len(bool imm, uint32_t len);
 

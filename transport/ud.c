@@ -29,17 +29,15 @@ static void ud_send_wc(struct srn_rc_state *rc, struct srn_send_wqe *w,
 	srn_cq_push(qp->send_cq, &wc, false);
 }
 
-/* Point rc->peer / rc->l3 / rc->dqpn at the WR's destination (rc_tx
- * sends there).  false: unreachable from this device (wrong family). */
-static bool ud_route(struct srn_rc_state *rc, const struct srn_send_wqe *w)
+bool ud_route(struct srn_rc_state *rc, struct ibv_ah *ah, uint32_t remote_qpn)
 {
 	struct srn_engine *eng = rc->eng;
-	const union ibv_gid *dgid = srn_ah_dgid(w->ah);
+	const union ibv_gid *dgid = srn_ah_dgid(ah);
 	struct net_addr to = { 0 };
 	uint16_t port;
 	int fam;
 
-	if (srn_ah(w->ah)->mcast) {
+	if (srn_ah(ah)->mcast) {
 		if (!mcast_gid_to_ip(dgid, &to.family, to.ip))
 			return false;
 		to.port = SRN_ROCE_UDP_PORT;
@@ -55,7 +53,7 @@ static bool ud_route(struct srn_rc_state *rc, const struct srn_send_wqe *w)
 			memcpy(to.ip, dgid->raw, 16);
 		}
 		to.port = SRN_ROCE_UDP_PORT;
-		rc->dqpn = w->remote_qpn & WIRE_PSN_MASK;
+		rc->dqpn = remote_qpn & WIRE_PSN_MASK;
 		/* a QP of this host listens where its engine registered it */
 		if (to.family == eng->udp.local.family && net_addr_is_local(to.family, to.ip) &&
 		    net_registry_lookup(eng->reg, rc->dqpn, &port, &fam) == 0 &&
@@ -112,7 +110,7 @@ static int ud_send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 				return -EFAULT;
 		}
 	}
-	if (!ud_route(rc, w)) {
+	if (!ud_route(rc, w->ah, w->remote_qpn)) {
 		/* nowhere to go: lost, like a datagram without a route */
 		rc_count(rc, SRN_CNT_rx_drop_no_path);
 		return 0;
@@ -124,7 +122,9 @@ static int ud_send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	h.qkey = (w->remote_qkey & 0x80000000u) ? rc->qkey : w->remote_qkey;
 	/* a QP of this host: straight into its memory (consumes no PSN:
 	 * nobody checks a UD PSN) */
-	if (!srn_ah(w->ah)->mcast && direct_ud_send(rc, w, h.qkey, pay, npay))
+	if (!srn_ah(w->ah)->mcast && direct_ud_send(rc, imm, w->imm_data,
+						    (w->send_flags & IBV_SEND_SOLICITED) != 0,
+						    h.qkey, (uint32_t)w->length, pay, npay))
 		return 1;
 	h.sqpn = rc->qpn;
 	h.imm_be = w->imm_data;

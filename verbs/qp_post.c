@@ -240,10 +240,10 @@ int srn_rq_ring_post(struct srn_rq_ring *r, uint32_t slots, uint32_t cap, uint32
 }
 
 /* The ping-pong case: one SEND or RDMA WRITE, one SGE, on an idle send
- * queue of a connected RC QP.  On a same-host peer it is carried out
- * straight from the WR, without a WQE built, checked and run through the
- * requester (measured: that is most of the sender's part of a same-host
- * SEND's latency).
+ * queue of an RC or UC QP (or a SEND of a UD QP).  On a same-host peer
+ * it is carried out straight from the WR, without a WQE built, checked
+ * and run through the requester (measured: that is most of the sender's
+ * part of a same-host SEND's latency).
  * Everything else, and anything the transport declines, takes the
  * general path below, which makes every check and gives every error. */
 static bool post_now(struct srn_qp *qp, const struct ibv_send_wr *wr)
@@ -252,11 +252,14 @@ static bool post_now(struct srn_qp *qp, const struct ibv_send_wr *wr)
 				      IBV_SEND_SOLICITED | IBV_SEND_INLINE;
 	uint32_t len;
 
+	enum ibv_qp_type t = qp->ex.qp_base.qp_type;
+	bool send = wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM;
+
 	if (wr->next || wr->num_sge != 1 || !wr->sg_list || !qp->rc ||
-	    (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
-	     wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) ||
+	    (!send && wr->opcode != IBV_WR_RDMA_WRITE &&
+	     wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) ||
 	    (wr->send_flags & ~flags_ok) ||
-	    (qp->ex.qp_base.qp_type != IBV_QPT_RC && qp->ex.qp_base.qp_type != IBV_QPT_UC) ||
+	    (t != IBV_QPT_RC && t != IBV_QPT_UC && !(t == IBV_QPT_UD && send && wr->wr.ud.ah)) ||
 	    qp->ex.qp_base.state != IBV_QPS_RTS || qp->cap.max_send_sge < 1 ||
 	    qp->sq.head != qp->sq.tail || qp->sq.next != qp->sq.tail || qp->wr_pending)
 		return false;
