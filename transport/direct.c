@@ -402,6 +402,20 @@ int direct_gather_sge(struct direct_qp *d, const struct ibv_sge *sge, uint64_t l
 	return 1;
 }
 
+bool direct_wr_payload(struct direct_qp *d, const struct ibv_send_wr *wr, uint32_t len,
+		       struct iovec *src)
+{
+	if (!len)
+		return true;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		/* the caller's buffer, read now: as INLINE allows */
+		src[0].iov_base = (void *)(uintptr_t)wr->sg_list[0].addr;
+		src[0].iov_len = len;
+		return true;
+	}
+	return direct_gather_sge(d, &wr->sg_list[0], len, src) == 1;
+}
+
 int direct_gather(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w,
 		  struct iovec *iov)
 {
@@ -634,15 +648,8 @@ int srn_transport_post_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint
 				     IBV_ACCESS_REMOTE_WRITE, &dst, &vaddr) || !dst)
 			return 0;
 	}
-	if (len) {
-		if (wr->send_flags & IBV_SEND_INLINE) {
-			/* the caller's buffer, read now: as INLINE allows */
-			src[0].iov_base = (void *)(uintptr_t)wr->sg_list[0].addr;
-			src[0].iov_len = len;
-		} else if (direct_gather_sge(d, &wr->sg_list[0], len, src) != 1) {
-			return 0;
-		}
-	}
+	if (!direct_wr_payload(d, wr, len, src))
+		return 0;
 	if (write) {
 		if (len)
 			copy_out(dst, src, 1, peer_is_self(d->peer));

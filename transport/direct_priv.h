@@ -112,6 +112,12 @@ int direct_gather(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_
  * found there or refused (rc_sge_map gives the exact answer). */
 int direct_gather_sge(struct direct_qp *d, const struct ibv_sge *sge, uint64_t len,
 		      struct iovec *iov);
+/* direct.c: the payload of wr (len bytes in its one SGE) as src[0]
+ * (nothing when len is 0): inline data where it is, an SGE checked in our
+ * own directory; false where rc_sge_map must give the answer. */
+struct ibv_send_wr;
+bool direct_wr_payload(struct direct_qp *d, const struct ibv_send_wr *wr, uint32_t len,
+		       struct iovec *src);
 /* direct.c: w is done: its WC if signaled, the SQ moves on, c counted. */
 void direct_complete(struct srn_rc_state *rc, struct srn_send_wqe *w, enum srn_counter c);
 /* direct.c: the same for a work request that never was a WQE

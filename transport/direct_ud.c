@@ -100,15 +100,8 @@ int direct_ud_post_now(struct srn_rc_state *rc, const struct ibv_send_wr *wr, ui
 	if (len > rc->pmtu || srn_ah(wr->wr.ud.ah)->mcast ||
 	    !ud_route(rc, wr->wr.ud.ah, wr->wr.ud.remote_qpn) || !(d = ud_target(rc, qkey)))
 		return 0;
-	if (len) {
-		if (wr->send_flags & IBV_SEND_INLINE) {
-			/* the caller's buffer, read now: as INLINE allows */
-			src[0].iov_base = (void *)(uintptr_t)wr->sg_list[0].addr;
-			src[0].iov_len = len;
-		} else if (direct_gather_sge(d, &wr->sg_list[0], len, src) != 1) {
-			return 0;
-		}
-	}
+	if (!direct_wr_payload(d, wr, len, src))
+		return 0;
 	if (!direct_send_ud(rc, d, imm, imm ? wr->imm_data : 0,
 			    (wr->send_flags & IBV_SEND_SOLICITED) != 0, len, src, len ? 1 : 0, &c))
 		return 0;
