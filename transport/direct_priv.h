@@ -139,7 +139,6 @@ int direct_send_ud(struct srn_rc_state *rc, struct direct_qp *d, bool imm, uint3
 /* direct_send.c: the same for wr itself (srn_transport_post_now: a
  * SEND, with immediate, or a WRITE with immediate of len bytes gathered
  * in src[0]): 1 done (the sender's WC is the caller's), 0 not done. */
-struct ibv_send_wr;
 int direct_send_wr(struct srn_rc_state *rc, struct direct_qp *d, const struct ibv_send_wr *wr,
 		   uint32_t len, const struct iovec *src);
 /* direct_send.c: has the UC target's responder taken in every packet
