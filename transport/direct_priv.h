@@ -84,6 +84,12 @@ struct direct_qp {
 	struct srn_cq_ring *cq;      /* its receive CQ's ring */
 	uint32_t cq_size;
 	bool cq_channel;             /* cq's owner may arm it (wake_if_armed) */
+	uint8_t wake_state;          /* its channel's pipe: 0 not opened yet,
+				      * 1 open as wake_fd, 2 not to be had
+				      * (the doorbell wakes the owner) */
+	int wake_fd;
+	int32_t wake_pid, wake_pfd;  /* as cq names it: /proc/pid/fd/pfd, */
+	uint64_t wake_ino;           /* a pipe of this inode */
 	uint64_t cq_cons;            /* cq's cons as last read (<= the real one) */
 	uint32_t rq_tag;             /* rq's tag (its completions carry it) */
 	uint64_t rnr_since;          /* no receive posted since (coarse ns), 0 */

@@ -17,8 +17,16 @@
  * WQE always completes; an entry reserved for nothing is published as
  * skipped.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "net/mode.h"
 #include "net/clock.h"
@@ -79,6 +87,9 @@ void direct_send_publish(struct srn_qp *qp, struct net_reg_qpinfo *in)
 
 void direct_send_forget(struct direct_qp *d)
 {
+	if (d->wake_state == 1)
+		close(d->wake_fd);
+	d->wake_state = 0;
 	if (d->rq_mh)
 		peer_unmap_memfd(d->peer, d->rq_mh);
 	d->rq_mh = NULL;
@@ -154,6 +165,9 @@ static bool rings_attach(struct direct_qp *d)
 	d->cq = cq;
 	d->cq_size = cq_size;
 	d->cq_channel = cq->channel != 0;
+	d->wake_pid = cq->wake_pid;
+	d->wake_pfd = cq->wake_fd;
+	d->wake_ino = cq->wake_ino;
 	d->rq_tag = wq->tag; /* (an SRQ's: its owner's post_srq_recv looks) */
 	d->cq_cons = 0;
 	return true;
@@ -255,11 +269,60 @@ static bool write_target(struct direct_qp *d, uint64_t remote_addr, uint32_t rke
 	return true;
 }
 
+/* The pipe of the target's completion channel, opened here for writing
+ * (verbs/comp_channel.c): the fd, or -1.  Only a FIFO of the inode the
+ * ring names, in the process that owns the QP: a ring is never trusted
+ * blindly, and nothing else is opened for writing (stat first). */
+static int wake_open(const struct direct_qp *d)
+{
+	char path[48];
+	struct stat st;
+	int fd;
+
+	if (!d->wake_ino || d->wake_pid != d->peer_pid || d->wake_pfd < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)d->wake_pid, (int)d->wake_pfd);
+	if (stat(path, &st) || !S_ISFIFO(st.st_mode) || (uint64_t)st.st_ino != d->wake_ino)
+		return -1;
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISFIFO(st.st_mode) ||
+			(uint64_t)st.st_ino != d->wake_ino)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* One byte into the pipe: true if it is in (or the pipe is full, so
+ * readable anyway).  A pipe whose reader went (its owner died or closed
+ * the channel) raises SIGPIPE, which must not kill the application:
+ * blocked around the write, and taken if we caused it. */
+static bool wake_write(int fd)
+{
+	sigset_t pipe_set, old;
+	struct timespec zero = { 0, 0 };
+	ssize_t r;
+	int e;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	r = write(fd, "", 1);
+	e = errno;
+	if (r < 0 && e == EPIPE && !sigismember(&old, SIGPIPE))
+		sigtimedwait(&pipe_set, NULL, &zero);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r == 1 || (r < 0 && e == EAGAIN);
+}
+
 /* The target asked for an event (ibv_req_notify_cq) and may be asleep in
- * its completion channel: only its engine can fire that, so ring its
- * doorbell (a zero-length datagram; transport/engine.c passes it to
- * srn_cq_notify_peers).  The fence pairs with the one after arming: the
- * entry is stored before armed is read. */
+ * its completion channel.  Whoever takes the arm fires it: we, with a
+ * byte into the channel's pipe after marking the ring (one wake-up: the
+ * application's); or, where the pipe cannot be opened, the target's
+ * engine, woken by a doorbell (a zero-length datagram; transport/engine.c
+ * passes it to srn_cq_notify_peers), which then wakes the application.
+ * The fence pairs with the one after arming: the entry is stored before
+ * armed is read. */
 static void wake_if_armed(struct srn_rc_state *rc, struct direct_qp *d, bool solicited)
 {
 	uint32_t armed;
@@ -268,9 +331,23 @@ static void wake_if_armed(struct srn_rc_state *rc, struct direct_qp *d, bool sol
 		return; /* nothing to wake, and no fence to wait for */
 	atomic_thread_fence(memory_order_seq_cst);
 	armed = atomic_load_explicit(&d->cq->armed, memory_order_relaxed);
-	if (armed == 1 || (armed == 2 && solicited)) {
-		rc_doorbell(rc);
+	if (armed != 1 && !(armed == 2 && solicited))
+		return;
+	if (d->wake_state == 0) {
+		d->wake_fd = wake_open(d);
+		d->wake_state = d->wake_fd >= 0 ? 1 : 2;
 	}
+	if (d->wake_state == 1 &&
+	    atomic_compare_exchange_strong(&d->cq->armed, &armed, 0)) {
+		atomic_store(&d->cq->peer_fired, 1);
+		/* (failed: the doorbell below has the engine collect the
+		 * mark) */
+		if (wake_write(d->wake_fd)) {
+			rc_count(rc, SRN_CNT_direct_wakes);
+			return;
+		}
+	}
+	rc_doorbell(rc);
 }
 
 /* No receive posted.  A receiver that keeps up reposts within

@@ -759,8 +759,8 @@ static bool app_waits_event(struct srn_engine *eng)
 	for (uint32_t i = 0; i < eng->n_all && !armed; i++) {
 		struct srn_qp *qp = eng->all[i]->qp;
 
-		armed = (qp->send_cq && __atomic_load_n(&qp->send_cq->armed, __ATOMIC_RELAXED)) ||
-			(qp->recv_cq && __atomic_load_n(&qp->recv_cq->armed, __ATOMIC_RELAXED));
+		armed = (qp->send_cq && srn_cq_armed(qp->send_cq)) ||
+			(qp->recv_cq && srn_cq_armed(qp->recv_cq));
 	}
 	pthread_mutex_unlock(&eng->qps_lock);
 	return armed;

@@ -33,7 +33,7 @@
 	X(tx_eagain) X(tx_error)                                          \
 	X(rx_drop_qkey) X(rx_drop_no_rwqe) X(uc_msg_dropped) X(ud_msg_dropped) X(ud_too_long) \
 	X(mcast_rx) X(mcast_no_member)                                    \
-	X(tx_shm_packets) X(rx_shm_packets) X(shm_ring_full) X(shm_doorbells) \
+	X(tx_shm_packets) X(rx_shm_packets) X(shm_ring_full) X(shm_doorbells) X(direct_wakes) \
 	X(direct_write) X(direct_read) X(direct_atomic) X(direct_send) X(direct_fallback) \
 	X(direct_vm)                                                       \
 	X(rx_forwarded)                                                    \

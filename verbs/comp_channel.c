@@ -1,15 +1,25 @@
 /* Completion channels: how an armed CQ tells a sleeping application that a
  * completion arrived.  Events wait in a FIFO of CQ pointers; the channel's
- * fd is an eventfd whose counter is 1 exactly while the FIFO is non-empty,
- * so poll/epoll on it and O_NONBLOCK behave as on rdma-core's kernel fd. */
+ * fd is the read end of a pipe that holds a byte while the FIFO is
+ * non-empty, so poll/epoll on it and O_NONBLOCK behave as on rdma-core's
+ * kernel fd.
+ *
+ * A pipe and not an eventfd: a same-host peer that completes into an
+ * armed CQ wakes us itself, with a byte written through its own opening
+ * of the pipe (/proc/PID/fd/N, transport/direct_send.c), one wake-up
+ * where the doorbell to our engine took two.  It marks the CQ's ring
+ * (peer_fired) first; ibv_get_cq_event turns such marks into events
+ * (srn_cq_collect_fired) and drains bytes no event stands for. */
 #include "verbs/datapath.h"
 #include "verbs/export.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+enum { CHAN_DRAIN = 256 }; /* bytes read at once (peers' wakes included) */
 
 /* A new channel on context.  NULL + errno on failure. */
 SRN_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
@@ -25,13 +35,22 @@ SRN_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 		errno = ENOMEM;
 		return NULL;
 	}
-	ch->ibv.fd = eventfd(0, EFD_CLOEXEC);
-	if (ch->ibv.fd < 0) {
-		int err = errno;
+	{
+		int p[2];
+		struct stat st;
 
-		free(ch);
-		errno = err;
-		return NULL;
+		if (pipe2(p, O_CLOEXEC) || fstat(p[0], &st)) {
+			int err = errno;
+
+			free(ch);
+			errno = err;
+			return NULL;
+		}
+		/* (the write end never blocks: a full pipe is readable) */
+		fcntl(p[1], F_SETFL, O_NONBLOCK);
+		ch->ibv.fd = p[0];
+		ch->wfd = p[1];
+		ch->ino = (uint64_t)st.st_ino;
 	}
 	ch->ibv.context = context;
 	ch->ibv.refcnt = 0;
@@ -54,28 +73,43 @@ SRN_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	}
 	pthread_mutex_unlock(&ch->lock);
 	close(channel->fd);
+	close(ch->wfd);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch->q);
 	free(ch);
 	return 0;
 }
 
-/* eventfd counter 0 -> 1 (first queued event) or 1 -> 0 (last taken);
- * ch->lock held, so these never block. */
+/* Our byte goes in with the first queued event and out with the last;
+ * ch->lock held. */
 static void chan_fd_set(struct srn_comp_channel *ch)
 {
-	uint64_t one = 1;
-	ssize_t r = write(ch->ibv.fd, &one, sizeof(one));
+	ssize_t r = write(ch->wfd, "", 1);
 
-	(void)r; /* counter is 0 here: cannot fail */
+	(void)r; /* (full: readable anyway) */
 }
 
+/* The last event was taken: our byte out, and with it any a peer wrote
+ * (its mark in the CQ's ring stays for srn_cq_collect_fired).  Our byte
+ * is there, so the read returns at once. */
 static void chan_fd_clear(struct srn_comp_channel *ch)
 {
-	uint64_t v;
-	ssize_t r = read(ch->ibv.fd, &v, sizeof(v));
+	char buf[CHAN_DRAIN];
+	ssize_t r = read(ch->ibv.fd, buf, sizeof(buf));
 
-	(void)r; /* counter is 1 here: cannot block */
+	(void)r;
+}
+
+/* The FIFO is empty but the pipe may hold peers' bytes whose marks were
+ * collected already: out with them, without blocking. */
+static void chan_fd_drain(struct srn_comp_channel *ch)
+{
+	struct pollfd pfd = { .fd = ch->ibv.fd, .events = POLLIN };
+	char buf[CHAN_DRAIN];
+
+	while (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN))
+		if (read(ch->ibv.fd, buf, sizeof(buf)) < (ssize_t)sizeof(buf))
+			break;
 }
 
 void srn_chan_notify(struct srn_comp_channel *ch, struct srn_cq *cq)
@@ -136,10 +170,12 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 		return -1;
 	}
 	ch = srn_chan(channel);
-	for (;;) {
+	for (bool drained = false;;) {
 		struct pollfd pfd = { .fd = channel->fd, .events = POLLIN };
 		int fl;
 
+		/* CQs a peer fired itself become events first */
+		srn_cq_collect_fired(srn_ctx(channel->context), ch);
 		pthread_mutex_lock(&ch->lock);
 		if (ch->qcount) {
 			cq = ch->q[ch->qhead];
@@ -155,7 +191,18 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 			pthread_mutex_unlock(&ch->lock);
 			break;
 		}
+		if (!drained) {
+			/* Nothing queued: bytes in the pipe are peers' wakes
+			 * already collected, or a peer's whose mark the next
+			 * collect finds (it marks before it writes): drain,
+			 * collect once more, then sleep. */
+			chan_fd_drain(ch);
+			pthread_mutex_unlock(&ch->lock);
+			drained = true;
+			continue;
+		}
 		pthread_mutex_unlock(&ch->lock);
+		drained = false;
 		fl = fcntl(channel->fd, F_GETFL);
 		if (fl < 0)
 			return -1;

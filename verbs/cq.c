@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* wc_flags we can report: the standard set.  Timestamps, CVLAN, flow tag
  * and tag matching have no source in a software NIC. */
@@ -231,6 +232,12 @@ static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
 	cq->ring->magic = SRN_RINGS_MAGIC;
 	cq->ring->size = cq->size;
 	cq->ring->channel = channel != NULL;
+	if (channel && cq->share) {
+		/* where a peer that fires the channel writes its byte */
+		cq->ring->wake_pid = (int32_t)getpid();
+		cq->ring->wake_fd = channel->fd;
+		cq->ring->wake_ino = srn_chan(channel)->ino;
+	}
 	pthread_mutex_init(&cq->lock, NULL);
 	atomic_init(&cq->users, 0);
 	cq->wc_flags = wc_flags;
@@ -362,6 +369,7 @@ SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	}
 	ring->magic = SRN_RINGS_MAGIC;
 	ring->size = size;
+	ring->channel = old->channel;
 	/* closed first: then nothing can arrive between counting and copying */
 	cq_ring_close(old, old_size);
 	p = atomic_load(&old->prod) & ~SRN_CQ_CLOSED;
@@ -384,6 +392,9 @@ SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 			atomic_store_explicit(&d->seq, (uint32_t)(++n), memory_order_release);
 	}
 	atomic_store(&ring->prod, n);
+	/* the arm moves along (a peer that took it from the old ring has
+	 * marked that one: srn_cq_collect_fired looks at both) */
+	atomic_store(&ring->armed, atomic_exchange(&old->armed, 0));
 	if (cq->share && !cq->closed) {
 		cq->closed = old;
 		cq->closed_share = cq->share;
@@ -540,18 +551,47 @@ int srn_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 int srn_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct srn_cq *cq = srn_cq(ibcq);
+	uint32_t a;
 
 	pthread_mutex_lock(&cq->lock);
+	a = atomic_load(&cq->ring->armed);
 	if (!solicited_only)
-		cq->armed = 1;
-	else if (cq->armed == 0)
-		cq->armed = 2;
+		a = 1;
+	else if (a == 0)
+		a = 2;
 	/* Seen by a peer completing into the ring: it stores the entry,
 	 * then reads armed; we store armed, then the application polls.
 	 * With a full fence on both sides one of us sees the other. */
-	atomic_store(&cq->ring->armed, (uint32_t)cq->armed);
+	atomic_store(&cq->ring->armed, a);
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
+}
+
+bool srn_cq_armed(struct srn_cq *cq)
+{
+	struct srn_cq_ring *r = __atomic_load_n(&cq->ring, __ATOMIC_ACQUIRE);
+
+	return atomic_load_explicit(&r->armed, memory_order_relaxed) != 0;
+}
+
+/* Take cq's arm (0 after): true if it asked for this completion (any;
+ * or solicited only and it is solicited); whoever takes it fires. */
+static bool arm_take(struct srn_cq_ring *r, bool solicited)
+{
+	uint32_t a = atomic_load_explicit(&r->armed, memory_order_relaxed);
+
+	return (a == 1 || (a == 2 && solicited)) && atomic_compare_exchange_strong(&r->armed, &a, 0);
+}
+
+/* Did a peer fire cq itself (ring or the shared ring a resize closed)?
+ * Takes the marks.  cq->lock held. */
+static bool peer_fired_take(struct srn_cq *cq)
+{
+	bool f = atomic_exchange(&cq->ring->peer_fired, 0) != 0;
+
+	if (cq->closed)
+		f = (atomic_exchange(&cq->closed->peer_fired, 0) != 0) || f;
+	return f;
 }
 
 void srn_cq_notify_peers(struct srn_context *ctx)
@@ -559,12 +599,25 @@ void srn_cq_notify_peers(struct srn_context *ctx)
 	pthread_mutex_lock(&ctx->notify_lock);
 	for (struct srn_cq *cq = ctx->notify_cqs; cq; cq = cq->notify_next) {
 		pthread_mutex_lock(&cq->lock);
-		/* (the peer rang only for an entry its arming asked for) */
-		if (cq->armed && srn_cq_ring_ready(cq->ring, cq->size)) {
-			cq->armed = 0;
-			atomic_store(&cq->ring->armed, 0);
+		/* (the peer rang only for an entry its arming asked for; or it
+		 * took the arm and could not write into our pipe) */
+		if (peer_fired_take(cq) ||
+		    (srn_cq_ring_ready(cq->ring, cq->size) && arm_take(cq->ring, true)))
 			srn_chan_notify(srn_chan(cq->ibv.channel), cq);
-		}
+		pthread_mutex_unlock(&cq->lock);
+	}
+	pthread_mutex_unlock(&ctx->notify_lock);
+}
+
+void srn_cq_collect_fired(struct srn_context *ctx, struct srn_comp_channel *ch)
+{
+	pthread_mutex_lock(&ctx->notify_lock);
+	for (struct srn_cq *cq = ctx->notify_cqs; cq; cq = cq->notify_next) {
+		if (srn_chan(cq->ibv.channel) != ch)
+			continue;
+		pthread_mutex_lock(&cq->lock);
+		if (peer_fired_take(cq))
+			srn_chan_notify(ch, cq);
 		pthread_mutex_unlock(&cq->lock);
 	}
 	pthread_mutex_unlock(&ctx->notify_lock);
@@ -612,12 +665,7 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 	srn_cq_ring_publish(cq->ring, cq->size, idx, wc, 0);
 	/* IBTA 11.4.2.2: a solicited-only arm fires on a solicited or an
 	 * error completion. */
-	if (cq->armed == 1 ||
-	    (cq->armed == 2 && (solicited || wc->status != IBV_WC_SUCCESS))) {
-		cq->armed = 0;
-		atomic_store_explicit(&cq->ring->armed, 0, memory_order_relaxed);
-		fire = cq->ibv.channel != NULL;
-	}
+	fire = cq->ibv.channel && arm_take(cq->ring, solicited || wc->status != IBV_WC_SUCCESS);
 	if (fire)
 		srn_chan_notify(srn_chan(cq->ibv.channel), cq);
 	pthread_mutex_unlock(&cq->lock);

@@ -7,13 +7,17 @@
 
 #include <errno.h>
 
-/* A completion channel: the fd handed out is an eventfd that is readable
- * exactly while events are queued (poll/epoll/O_NONBLOCK work on it as on
- * any fd); the events themselves (CQ pointers) wait in q[] so that
- * destroying a CQ can take its unread events back out. */
+/* A completion channel: the fd handed out is a pipe's read end, readable
+ * while events are queued (poll/epoll/O_NONBLOCK work on it as on any
+ * fd), or when a same-host peer fired a CQ itself; the events (CQ
+ * pointers) wait in q[] so that destroying a CQ can take its unread
+ * events back out. */
 struct srn_comp_channel {
-	struct ibv_comp_channel ibv; /* fd = eventfd; refcnt = CQs using it */
-	pthread_mutex_t lock;        /* guards q[] and the eventfd counter */
+	struct ibv_comp_channel ibv; /* fd = a pipe's read end; refcnt = CQs
+				      * using it */
+	int wfd;                     /* the pipe's write end (non-blocking) */
+	uint64_t ino;                /* the pipe's inode (peers check it) */
+	pthread_mutex_t lock;        /* guards q[] and our byte in the pipe */
 	struct srn_cq **q;           /* FIFO ring of CQs with an event */
 	uint32_t qcap, qhead, qcount;
 };
@@ -40,6 +44,9 @@ static inline struct srn_mr *srn_mr(struct ibv_mr *m)
 
 /* comp_channel.c: queue one event for cq (called with cq->lock held). */
 void srn_chan_notify(struct srn_comp_channel *ch, struct srn_cq *cq);
+/* cq.c: queue an event for every CQ of ch a same-host peer fired itself
+ * (its ring's peer_fired).  ch->lock not held. */
+void srn_cq_collect_fired(struct srn_context *ctx, struct srn_comp_channel *ch);
 /* comp_channel.c: take cq's unread events back (CQ being destroyed). */
 void srn_chan_forget(struct srn_comp_channel *ch, struct srn_cq *cq);
 

@@ -44,7 +44,7 @@ struct srn_mr_share;
 #define SRN_CQ_CLOSED (1ull << 63)
 /* (a new layout gets a new magic: a peer running another build of the
  * library refuses the rings and sends packets) */
-#define SRN_RINGS_MAGIC 0x334e5252u  /* "RRN3" */
+#define SRN_RINGS_MAGIC 0x344e5252u  /* "RRN4" */
 #define SRN_RING_HOT_ALIGN 128
 
 enum {
@@ -67,15 +67,22 @@ struct srn_cq_ring {
 	uint32_t magic;
 	uint32_t size;               /* entries, a power of two */
 	_Atomic uint32_t armed;      /* the owner's ibv_req_notify_cq: 0, 1 any,
-				      * 2 solicited only; a peer that completes
-				      * into an armed ring rings the owner's
-				      * doorbell */
+				      * 2 solicited only; whoever fires the
+				      * channel for it takes it back to 0 with
+				      * a compare-and-swap (one event per arm) */
 	uint32_t channel;            /* 1: the CQ has a completion channel (a
 				      * peer need not look at armed otherwise) */
 	struct srn_cq_ring *retired; /* private rings only: the ring this one
 				      * replaced (ibv_resize_cq), kept mapped
 				      * until destroy for lock-free pollers
 				      * and producers that still look at it */
+	/* A peer that took the arm wakes the owner itself: it sets
+	 * peer_fired, then writes a byte into the channel's pipe, which it
+	 * opens as /proc/wake_pid/fd/wake_fd (checked: a FIFO of inode
+	 * wake_ino).  wake_ino 0: no such pipe, ring the doorbell. */
+	_Atomic uint32_t peer_fired;
+	int32_t wake_pid, wake_fd;
+	uint64_t wake_ino;
 	/* Each hot word alone in an aligned pair of lines: the CPU's
 	 * adjacent-line prefetcher fetches lines in 128-byte pairs, so a
 	 * reader of the neighbouring line takes a copy of this one too, and

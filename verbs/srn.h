@@ -172,7 +172,6 @@ struct srn_cq {
 	_Atomic uint64_t progress_ns; /* last inline engine run from a poll */
 	atomic_uint empty_polls;     /* polls that found nothing */
 	atomic_bool peer_mode;       /* peer_ns recent as of the last look */
-	int armed;                   /* 0, or 1 = any, 2 = solicited only */
 	bool overrun;                /* a completion was lost: CQ in error */
 	atomic_uint users;           /* QPs and SRQs using it (EBUSY) */
 	struct ibv_wc cur;           /* start_poll/next_poll current entry */
@@ -181,6 +180,8 @@ struct srn_cq {
 					* (destroy waits until all are acked) */
 };
 
+/* Is cq armed (ibv_req_notify_cq, no event since)?  Any thread. */
+bool srn_cq_armed(struct srn_cq *cq);
 /* Add one completion.  Fires the completion channel when armed (solicited
  * only needs IBV_WC_... solicited).  On a full ring: marks overrun, raises
  * IBV_EVENT_CQ_ERR once and returns -ENOSPC.  Takes cq->lock. */

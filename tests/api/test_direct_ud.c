@@ -8,13 +8,16 @@
  *  - no receive posted: the SEND is dropped at once, the next one lands
  *  - a receive too small for GRH + message: IBV_WC_LOC_LEN_ERR there
  *  - a wrong Q_Key: nothing arrives
- *  - a receiver asleep in its completion channel is woken
+ *  - a receiver asleep in its completion channel is woken, in this
+ *    process and in another; SENDs to that one once it has exited (its
+ *    CQ armed, its channel's pipe without a reader) do not hurt us
  * Under SOFTRNIC_TRANSPORT=udp all of it holds, with no direct SEND.
  * Counters: the engines print them at ibv_close_device with
  * SOFTRNIC_LOG=debug; stderr goes to a file read at the end. */
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <sys/wait.h>
 
 #include "t_rc.h"
 #include "t_ud.h"
@@ -243,6 +246,73 @@ static void wakes_sleeper(void)
 	printf("a receiver asleep in its completion channel is woken\n");
 }
 
+/* Another process, asleep in its completion channel, is woken by our
+ * SEND; then it arms again and exits: SENDs to it now find its
+ * channel's pipe without a reader (EPIPE), which must not kill us with
+ * SIGPIPE.  Child side: its QPN to the parent on wfd, then one message
+ * awaited by event; "done" when armed again. */
+static int sleeper_child(int wfd)
+{
+	struct tu_end c;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq, *ev_cq;
+	struct ibv_qp *qp;
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = TU_QKEY };
+	struct ibv_wc wc;
+	void *ev_ctx;
+	uint32_t qpn;
+
+	alarm(20);
+	if (tu_open(&c, TU_QKEY) || !(ch = ibv_create_comp_channel(c.ctx)) ||
+	    !(cq = ibv_create_cq(c.ctx, 16, NULL, ch, 0)) ||
+	    !(qp = t_qp_create(c.pd, cq, IBV_QPT_UD, 16)) ||
+	    ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		return 2;
+	at.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &at, IBV_QP_STATE))
+		return 2;
+	{
+		struct ibv_sge s = { (uintptr_t)c.buf, TU_SLOT, c.mr->lkey };
+		struct ibv_recv_wr r = { .wr_id = 1, .sg_list = &s, .num_sge = 1 }, *bad;
+
+		if (ibv_post_recv(qp, &r, &bad) || ibv_post_recv(qp, &r, &bad) ||
+		    ibv_req_notify_cq(cq, 0))
+			return 3;
+	}
+	qpn = qp->qp_num;
+	if (write(wfd, &qpn, 4) != 4)
+		return 4;
+	if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx) || ev_cq != cq)
+		return 5;
+	ibv_ack_cq_events(cq, 1);
+	if (t_poll_cq(cq, &wc, 1, 1000) != 1 || wc.status != IBV_WC_SUCCESS ||
+	    wc.byte_len != 40 + 64 || c.buf[40] != 0x77)
+		return 6;
+	if (ibv_req_notify_cq(cq, 0) || write(wfd, "done", 4) != 4)
+		return 7;
+	_exit(0); /* (no clean-up: gone as a crash would be) */
+}
+
+static void wakes_other_process(pid_t pid, int rfd)
+{
+	struct ibv_qp fake;
+	uint32_t qpn = 0;
+	char done[4];
+	int st = -1;
+
+	CHECK(read(rfd, &qpn, 4) == 4, "the sleeper's QPN");
+	fake.qp_num = qpn;
+	CHECK(send_to(&fake, 64, 0x77), "send to the sleeping process");
+	CHECK(read(rfd, done, 4) == 4 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	      WEXITSTATUS(st) == 0, "the other process woke, received, armed again (status %d)",
+	      st);
+	/* it is gone, its CQ armed: at once, so our view of it may not know */
+	for (int i = 0; i < 3; i++)
+		CHECK(send_to(&fake, 8, 0x78), "send to the process that is gone (%d)", i);
+	printf("another process asleep in its channel is woken; SENDs to it once it is gone "
+	       "do not hurt the sender\n");
+}
+
 static void fini(struct tu_end *e)
 {
 	ibv_destroy_qp(e->qp);
@@ -256,13 +326,24 @@ static void fini(struct tu_end *e)
 int main(void)
 {
 	const char *mode = getenv("SOFTRNIC_TRANSPORT");
-	unsigned long long direct_s, dropped_n, no_rwqe, qkey_n;
+	unsigned long long direct_s, dropped_n, no_rwqe, qkey_n, wakes;
 	struct t_log log;
+	int pfd[2];
+	pid_t child;
 	FILE *f;
 
 	udp = mode && !strcmp(mode, "udp");
 	setvbuf(stdout, NULL, _IONBF, 0);
 	alarm(60);
+	/* the other process first: forked before this one opens anything */
+	if (pipe(pfd))
+		return 1;
+	child = fork();
+	if (child == 0) {
+		close(pfd[0]);
+		exit(sleeper_child(pfd[1]));
+	}
+	close(pfd[1]);
 	if (t_log_begin(&log))
 		return 1;
 	if (tu_open(&a, TU_QKEY) || tu_open(&b, TU_QKEY) || !(ah = tu_ah(&a, &b.gid))) {
@@ -276,6 +357,7 @@ int main(void)
 	too_long();
 	wrong_qkey();
 	wakes_sleeper();
+	wakes_other_process(child, pfd[0]);
 	ibv_destroy_ah(ah);
 	fini(&a);
 	fini(&b);
@@ -286,20 +368,27 @@ int main(void)
 	dropped_n = t_counter_sum(f, "ud_msg_dropped");
 	no_rwqe = t_counter_sum(f, "rx_drop_no_rwqe");
 	qkey_n = t_counter_sum(f, "rx_drop_qkey");
-	printf("direct_send %llu, ud_msg_dropped %llu, rx_drop_no_rwqe %llu, rx_drop_qkey %llu\n",
-	       direct_s, dropped_n, no_rwqe, qkey_n);
+	wakes = t_counter_sum(f, "direct_wakes");
+	printf("direct_send %llu, ud_msg_dropped %llu, rx_drop_no_rwqe %llu, rx_drop_qkey %llu, "
+	       "direct_wakes %llu\n", direct_s, dropped_n, no_rwqe, qkey_n, wakes);
 	t_echo_failures(f);
 	CHECK(qkey_n == 1, "the wrong Q_Key dropped by the receiver (a datagram)");
 	if (udp) {
-		CHECK(direct_s == 0, "no direct SEND under SOFTRNIC_TRANSPORT=udp");
+		CHECK(direct_s == 0 && wakes == 0, "no direct SEND under SOFTRNIC_TRANSPORT=udp");
 		CHECK(no_rwqe == 1 && dropped_n == 0, "the SEND without a receive dropped by "
 		      "the receiver");
 	} else {
 		/* every_size's 8, two_sges, dropped's second, wrong_qkey's
 		 * second, the sleeper's */
-		CHECK(direct_s >= 12, "direct SENDs %llu (>= 12)", direct_s);
-		CHECK(dropped_n == 1 && no_rwqe == 0, "the SEND without a receive dropped by "
-		      "its sender");
+		CHECK(direct_s >= 13, "direct SENDs %llu (>= 13)", direct_s);
+		/* this process's sleeper and the other process: each woken
+		 * by the sender itself */
+		CHECK(wakes >= 2, "the sender woke the sleepers itself (%llu)", wakes);
+		/* dropped(); and the two SENDs to the process that is gone
+		 * after the first took its last receive, when our view of it
+		 * still held (else datagrams, to nobody) */
+		CHECK((dropped_n == 1 || dropped_n == 3) && no_rwqe == 0,
+		      "the SEND without a receive dropped by its sender (%llu)", dropped_n);
 	}
 	fclose(f);
 	printf("%s\n", failures ? "FAILED" : "PASS");
