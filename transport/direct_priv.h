@@ -84,9 +84,10 @@ struct direct_qp {
 	struct srn_cq_ring *cq;      /* its receive CQ's ring */
 	uint32_t cq_size;
 	bool cq_channel;             /* cq's owner may arm it (wake_if_armed) */
-	uint8_t wake_state;          /* its channel's pipe: 0 not opened yet,
-				      * 1 open as wake_fd, 2 not to be had
-				      * (the doorbell wakes the owner) */
+	uint8_t wake_state;          /* its channel's pipe: 0 not looked up
+				      * yet, 1 wake_fd (peer_wake_fd: the
+				      * peer's), 2 not to be had (the doorbell
+				      * wakes the owner) */
 	int wake_fd;
 	int32_t wake_pid, wake_pfd;  /* as cq names it: /proc/pid/fd/pfd, */
 	uint64_t wake_ino;           /* a pipe of this inode */

@@ -18,13 +18,10 @@
  * skipped.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,9 +84,7 @@ void direct_send_publish(struct srn_qp *qp, struct net_reg_qpinfo *in)
 
 void direct_send_forget(struct direct_qp *d)
 {
-	if (d->wake_state == 1)
-		close(d->wake_fd);
-	d->wake_state = 0;
+	d->wake_state = 0; /* (the fd is the peer's) */
 	if (d->rq_mh)
 		peer_unmap_memfd(d->peer, d->rq_mh);
 	d->rq_mh = NULL;
@@ -269,30 +264,6 @@ static bool write_target(struct direct_qp *d, uint64_t remote_addr, uint32_t rke
 	return true;
 }
 
-/* The pipe of the target's completion channel, opened here for writing
- * (verbs/comp_channel.c): the fd, or -1.  Only a FIFO of the inode the
- * ring names, in the process that owns the QP: a ring is never trusted
- * blindly, and nothing else is opened for writing (stat first). */
-static int wake_open(const struct direct_qp *d)
-{
-	char path[48];
-	struct stat st;
-	int fd;
-
-	if (!d->wake_ino || d->wake_pid != d->peer_pid || d->wake_pfd < 0)
-		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)d->wake_pid, (int)d->wake_pfd);
-	if (stat(path, &st) || !S_ISFIFO(st.st_mode) || (uint64_t)st.st_ino != d->wake_ino)
-		return -1;
-	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd >= 0 && (fstat(fd, &st) || !S_ISFIFO(st.st_mode) ||
-			(uint64_t)st.st_ino != d->wake_ino)) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
 /* One byte into the pipe: true if it is in (or the pipe is full, so
  * readable anyway).  A pipe whose reader went (its owner died or closed
  * the channel) raises SIGPIPE, which must not kill the application:
@@ -334,7 +305,7 @@ static void wake_if_armed(struct srn_rc_state *rc, struct direct_qp *d, bool sol
 	if (armed != 1 && !(armed == 2 && solicited))
 		return;
 	if (d->wake_state == 0) {
-		d->wake_fd = wake_open(d);
+		d->wake_fd = peer_wake_fd(d->peer, d->wake_pid, d->wake_pfd, d->wake_ino);
 		d->wake_state = d->wake_fd >= 0 ? 1 : 2;
 	}
 	if (d->wake_state == 1 &&

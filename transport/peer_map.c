@@ -53,6 +53,14 @@ struct peer {
 	size_t old_len[PEER_OLD_DIRS];
 	int n_old;
 	struct peer_memfd *maps;     /* list */
+	/* its completion channels' pipes, opened for writing (peer_wake_fd):
+	 * shared by every QP that completes into them */
+	struct {
+		int32_t pfd;         /* the fd number in the peer */
+		uint64_t ino;        /* the pipe */
+		int fd;              /* ours */
+	} wake[PEER_WAKES];
+	int n_wake;
 };
 
 static pthread_mutex_t peers_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -76,6 +84,8 @@ static void peer_free(struct peer *p)
 		close(p->dirfd);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
+	for (int i = 0; i < p->n_wake; i++)
+		close(p->wake[i].fd);
 	free(p);
 }
 
@@ -203,6 +213,45 @@ void peer_put(struct peer *p)
 		peer_free(p);
 	}
 	pthread_mutex_unlock(&peers_lock);
+}
+
+/* /proc/pid/fd/pfd opened for writing if it is a FIFO of inode ino (stat
+ * first: nothing else is opened), or -1. */
+static int wake_open(int pid, int32_t pfd, uint64_t ino)
+{
+	char path[48];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, (int)pfd);
+	if (stat(path, &st) || !S_ISFIFO(st.st_mode) || (uint64_t)st.st_ino != ino)
+		return -1;
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISFIFO(st.st_mode) || (uint64_t)st.st_ino != ino)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+int peer_wake_fd(struct peer *p, int32_t pid, int32_t pfd, uint64_t ino)
+{
+	int fd = -1;
+
+	if (pid != p->pid || pfd < 0 || !ino)
+		return -1;
+	pthread_mutex_lock(&peers_lock);
+	for (int i = 0; i < p->n_wake && fd < 0; i++)
+		if (p->wake[i].pfd == pfd && p->wake[i].ino == ino)
+			fd = p->wake[i].fd;
+	if (fd < 0 && p->n_wake < PEER_WAKES && (fd = wake_open(p->pid, pfd, ino)) >= 0) {
+		p->wake[p->n_wake].pfd = pfd;
+		p->wake[p->n_wake].ino = ino;
+		p->wake[p->n_wake].fd = fd;
+		p->n_wake++;
+	}
+	pthread_mutex_unlock(&peers_lock);
+	return fd;
 }
 
 bool peer_is_self(const struct peer *p)

@@ -27,6 +27,14 @@ struct peer_memfd;
 struct peer *peer_get(int pid, uint32_t nonce);
 void peer_put(struct peer *p);
 
+/* The pipe of one of the peer's completion channels (verbs/comp_channel.c),
+ * named by a CQ ring as /proc/pid/fd/pfd, a FIFO of inode ino, opened here
+ * for writing: the fd (the peer's: valid while it is held), or -1 (not
+ * this peer's pid, not that pipe, no access, or PEER_WAKES open already).
+ * A ring is never trusted blindly: nothing but that FIFO is opened. */
+enum { PEER_WAKES = 8 };
+int peer_wake_fd(struct peer *p, int32_t pid, int32_t pfd, uint64_t ino);
+
 /* True if the peer is this process (its addresses are ours). */
 bool peer_is_self(const struct peer *p);
 
