@@ -147,7 +147,7 @@ echo
 hdr="| test |"; sep="|---|"
 for p in $PATHS; do hdr="$hdr median ($(pathlabel "$p")) | average | 99 % |"; sep="$sep---|---|---|"; done
 echo "$hdr"; echo "$sep"
-for t in "write_lat 2 WRITE 2 B" "send_lat 2 SEND 2 B" "send_lat_srq 2 SEND 2 B into a shared receive queue (--use-srq)" "read_lat 2 READ 2 B (round trip)" "atomic_lat 8 ATOMIC FETCH_AND_ADD 8 B (round trip)"; do
+for t in "write_lat 2 WRITE 2 B" "send_lat 2 SEND 2 B" "send_lat_srq 2 SEND 2 B into a shared receive queue (--use-srq)" "send_lat_ud 2 SEND 2 B over UD (-c UD)" "read_lat 2 READ 2 B (round trip)" "atomic_lat 8 ATOMIC FETCH_AND_ADD 8 B (round trip)"; do
 	set -- $t
 	key=$1 sz=$2; shift 2
 	row="| $* |"

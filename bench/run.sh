@@ -128,9 +128,10 @@ step_srn_bw() { # PATH PROG SIZE REP
 	fi
 }
 
-step_srn_lat() { # PATH PROG SIZE REP [srq]
-	local path=$1 prog=$2 size=$3 rep=$4 srq=${5:-} name="srn-$1-$2${5:+-srq}-$3-r$4" sz
-	b_progress "softrnic($path) $prog ${size} B${srq:+ --use-srq} (rep $rep)"
+step_srn_lat() { # PATH PROG SIZE REP [srq|ud]
+	local path=$1 prog=$2 size=$3 rep=$4 var=${5:-} name="srn-$1-$2${5:+-$5}-$3-r$4" sz
+	local opt=; case $var in srq) opt="--use-srq" ;; ud) opt="-c UD" ;; esac
+	b_progress "softrnic($path) $prog ${size} B${opt:+ $opt} (rep $rep)"
 	over_budget && return
 	# 2-8 B: 20000 exchanges, as the UCX and UDP ping-pong baselines
 	# they are compared with (perftest has no warm-up: with 1000, the
@@ -139,11 +140,11 @@ step_srn_lat() { # PATH PROG SIZE REP [srq]
 	elif [ "$size" -le 65536 ]; then sz="-s $size -n 200"
 	else sz="-s $size -n 20"; fi
 	[ "$prog" = ib_atomic_lat ] && sz="-n 20000"	# atomics are 8 B
-	[ -n "$srq" ] && sz="$sz --use-srq"
+	[ -n "$opt" ] && sz="$sz $opt"
 	local t0=$SECONDS
 	if srn_perftest "$path" "$name" 150 "$prog" $sz && rows "$RAW/$name.client" >/dev/null; then
 		# t_typical (column 5) is perftest's median latency.
-		local key="srn:$path:${prog#ib_}${srq:+_srq}"
+		local key="srn:$path:${prog#ib_}${var:+_$var}"
 		rows "$RAW/$name.client" | while read -r b _ _ _ typ avg _ p99 _; do
 			b_record "$key" "$b" "$typ"
 			b_record "$key:avg" "$b" "$avg"
@@ -368,6 +369,7 @@ for r in $(seq "$REPS"); do
 		fi
 		add step_srn_lat "$path" ib_send_lat 2 "$r"
 		add step_srn_lat "$path" ib_send_lat 2 "$r" srq
+		add step_srn_lat "$path" ib_send_lat 2 "$r" ud
 		add step_srn_lat "$path" ib_read_lat 2 "$r"
 		add step_srn_lat "$path" ib_atomic_lat 8 "$r"
 		if [ "$LAT_ALL" = 1 ]; then	# the latency curve, for the plot
