@@ -6,8 +6,9 @@
  * target's CPU: the target sees the completion at its next poll.
  *
  * Only when the target published its rings (an RC, UC or UD QP).  If
- * the target armed its CQ's completion channel, its engine is woken to
- * fire it (a doorbell datagram).  Every check the responder
+ * the target armed its CQ's completion channel, the sender fires it (a
+ * byte into the channel's pipe; or a doorbell datagram to the target's
+ * engine, which fires it).  Every check the responder
  * would make comes first (a WQE posted, its lkeys in the QP's PD with
  * local write access, room for the message, room in the CQ); any failure
  * leaves the WQE to the packet path, which answers as the protocol says

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/mode.h"
+#include "net/udp.h"
 #include "transport/direct.h"
 #include "transport/direct_priv.h"
 #include "transport/rc.h"
@@ -36,12 +38,19 @@ void direct_ud_forget(struct srn_rc_state *rc)
 }
 
 /* The view of rc->dqpn at rc->peer (as ud_route set them), made on first
- * use; NULL where memory is not the way there. */
+ * use; NULL where memory is not the way there (kept only for targets of
+ * this host). */
 static struct direct_qp *ud_dest(struct srn_rc_state *rc)
 {
+	struct srn_engine *eng = rc->eng;
 	struct direct_ud *u = rc->direct_ud;
 	struct direct_qp *d;
 
+	/* (a destination elsewhere costs no entry: it would push out the
+	 * views of this host's targets among which a QP may be sending) */
+	if (!net_direct_enabled() || !eng->reg || rc->peer.family != eng->udp.local.family ||
+	    !net_addr_is_local(rc->peer.family, rc->peer.ip))
+		return NULL;
 	if (!u) {
 		u = rc->direct_ud = calloc(1, sizeof(*u));
 		if (!u)
@@ -51,17 +60,19 @@ static struct direct_qp *ud_dest(struct srn_rc_state *rc)
 		d = u->dest[i];
 		if (d && d->dqpn == rc->dqpn && d->peer_family == rc->peer.family &&
 		    !memcmp(d->peer_ip, rc->peer.ip, sizeof(d->peer_ip)))
-			return d->off ? NULL : d;
+			return d;
 	}
 	d = direct_qp_new(rc);
-	if (!d)
+	if (!d || d->off) {
+		direct_qp_free(d); /* (a QPN the registry cannot hold) */
 		return NULL;
+	}
 	d->peer_family = rc->peer.family;
 	memcpy(d->peer_ip, rc->peer.ip, sizeof(d->peer_ip));
 	direct_qp_free(u->dest[u->next]);
 	u->dest[u->next] = d;
 	u->next = (u->next + 1) % DIRECT_UD_DESTS;
-	return d->off ? NULL : d;
+	return d;
 }
 
 /* The target's view, checked: still there, taking our Q_Key. */
