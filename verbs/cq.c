@@ -396,7 +396,7 @@ SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	 * marked that one: srn_cq_collect_fired looks at both) */
 	atomic_store(&ring->armed, atomic_exchange(&old->armed, 0));
 	if (cq->share && !cq->closed) {
-		cq->closed = old;
+		__atomic_store_n(&cq->closed, old, __ATOMIC_RELEASE);
 		cq->closed_share = cq->share;
 	} else {
 		/* private: chained for destroy (lock-free readers may still
@@ -583,6 +583,17 @@ static bool arm_take(struct srn_cq_ring *r, bool solicited)
 	return (a == 1 || (a == 2 && solicited)) && atomic_compare_exchange_strong(&r->armed, &a, 0);
 }
 
+/* Has a peer marked cq fired?  A look without the lock (a ring a resize
+ * replaced stays mapped until destroy). */
+static bool peer_fired_seen(struct srn_cq *cq)
+{
+	struct srn_cq_ring *r = __atomic_load_n(&cq->ring, __ATOMIC_ACQUIRE);
+	struct srn_cq_ring *c = __atomic_load_n(&cq->closed, __ATOMIC_ACQUIRE);
+
+	return atomic_load_explicit(&r->peer_fired, memory_order_acquire) ||
+	       (c && atomic_load_explicit(&c->peer_fired, memory_order_acquire));
+}
+
 /* Did a peer fire cq itself (ring or the shared ring a resize closed)?
  * Takes the marks.  cq->lock held. */
 static bool peer_fired_take(struct srn_cq *cq)
@@ -613,7 +624,7 @@ void srn_cq_collect_fired(struct srn_context *ctx, struct srn_comp_channel *ch)
 {
 	pthread_mutex_lock(&ctx->notify_lock);
 	for (struct srn_cq *cq = ctx->notify_cqs; cq; cq = cq->notify_next) {
-		if (srn_chan(cq->ibv.channel) != ch)
+		if (srn_chan(cq->ibv.channel) != ch || !peer_fired_seen(cq))
 			continue;
 		pthread_mutex_lock(&cq->lock);
 		if (peer_fired_take(cq))
