@@ -112,5 +112,8 @@ int main(void)
 	     wc.status == IBV_WC_LOC_LEN_ERR, "4097 bytes (MTU 4096): %s",
 	     ibv_wc_status_str(wc.status));
 	T_OK(!tu_poll(&b, &wc, 200), "nothing of it received");
+	if (ah2)
+		ibv_destroy_ah(ah2);
+	ibv_destroy_ah(ah);
 	return t_summary();
 }
