@@ -19,11 +19,8 @@
  * skipped.
  */
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "net/mode.h"
@@ -265,26 +262,12 @@ static bool write_target(struct direct_qp *d, uint64_t remote_addr, uint32_t rke
 	return true;
 }
 
-/* One byte into the pipe: true if it is in (or the pipe is full, so
- * readable anyway).  A pipe whose reader went (its owner died or closed
- * the channel) raises SIGPIPE, which must not kill the application:
- * blocked around the write, and taken if we caused it. */
+/* One byte into the pipe: true if it is in, or the pipe is full (so
+ * readable anyway; also what writes to a pipe whose owner is gone come
+ * to, peer_wake_fd keeping it open). */
 static bool wake_write(int fd)
 {
-	sigset_t pipe_set, old;
-	struct timespec zero = { 0, 0 };
-	ssize_t r;
-	int e;
-
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-	r = write(fd, "", 1);
-	e = errno;
-	if (r < 0 && e == EPIPE && !sigismember(&old, SIGPIPE))
-		sigtimedwait(&pipe_set, NULL, &zero);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return r == 1 || (r < 0 && e == EAGAIN);
+	return write(fd, "", 1) == 1 || errno == EAGAIN;
 }
 
 /* The target asked for an event (ibv_req_notify_cq) and may be asleep in

@@ -215,8 +215,11 @@ void peer_put(struct peer *p)
 	pthread_mutex_unlock(&peers_lock);
 }
 
-/* /proc/pid/fd/pfd opened for writing if it is a FIFO of inode ino (stat
- * first: nothing else is opened), or -1. */
+/* /proc/pid/fd/pfd opened if it is a FIFO of inode ino (stat first:
+ * nothing else is opened), or -1.  For reading too, though we never
+ * read: a pipe with a reader never raises SIGPIPE, so a write after its
+ * owner died or closed the channel cannot kill the application, and
+ * needs no signal masking around it (two system calls per wake-up). */
 static int wake_open(int pid, int32_t pfd, uint64_t ino)
 {
 	char path[48];
@@ -226,7 +229,7 @@ static int wake_open(int pid, int32_t pfd, uint64_t ino)
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, (int)pfd);
 	if (stat(path, &st) || !S_ISFIFO(st.st_mode) || (uint64_t)st.st_ino != ino)
 		return -1;
-	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd >= 0 && (fstat(fd, &st) || !S_ISFIFO(st.st_mode) || (uint64_t)st.st_ino != ino)) {
 		close(fd);
 		fd = -1;

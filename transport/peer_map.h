@@ -29,7 +29,8 @@ void peer_put(struct peer *p);
 
 /* The pipe of one of the peer's completion channels (verbs/comp_channel.c),
  * named by a CQ ring as /proc/pid/fd/pfd, a FIFO of inode ino, opened here
- * for writing: the fd (the peer's: valid while it is held), or -1 (not
+ * to write into (only): the fd (the peer's: valid while it is held); a
+ * write never raises SIGPIPE (we hold a read end too), or -1 (not
  * this peer's pid, not that pipe, no access, or PEER_WAKES open already).
  * A ring is never trusted blindly: nothing but that FIFO is opened. */
 enum { PEER_WAKES = 8 };

@@ -247,8 +247,8 @@ static void wakes_sleeper(void)
 }
 
 /* Another process, asleep in its completion channel, is woken by our
- * SEND; then it arms again and exits: SENDs to it now find its
- * channel's pipe without a reader (EPIPE), which must not kill us with
+ * SEND; then it arms again and exits: SENDs to it now write into its
+ * channel's pipe with its owner gone, which must not kill us with
  * SIGPIPE.  Child side: its QPN to the parent on wfd, then one message
  * awaited by event; "done" when armed again. */
 static int sleeper_child(int wfd)
