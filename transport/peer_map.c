@@ -215,17 +215,18 @@ void peer_put(struct peer *p)
 	pthread_mutex_unlock(&peers_lock);
 }
 
-/* /proc/pid/fd/pfd opened if it is a FIFO of inode ino (stat first:
- * nothing else is opened), or -1.  For reading too, though we never
- * read: a pipe with a reader never raises SIGPIPE, so a write after its
- * owner died or closed the channel cannot kill the application, and
- * needs no signal masking around it (two system calls per wake-up). */
-static int wake_open(int pid, int32_t pfd, uint64_t ino)
+/* (peer_map.h) Opened for reading too, though we never read: a pipe
+ * with a reader never raises SIGPIPE, so a write after its owner died or
+ * closed the channel cannot kill the application, and needs no signal
+ * masking around it (two system calls per wake-up). */
+int peer_pipe_open(int pid, int32_t pfd, uint64_t ino)
 {
 	char path[48];
 	struct stat st;
 	int fd;
 
+	if (pid <= 0 || pfd < 0 || !ino)
+		return -1;
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, (int)pfd);
 	if (stat(path, &st) || !S_ISFIFO(st.st_mode) || (uint64_t)st.st_ino != ino)
 		return -1;
@@ -241,13 +242,13 @@ int peer_wake_fd(struct peer *p, int32_t pid, int32_t pfd, uint64_t ino)
 {
 	int fd = -1;
 
-	if (pid != p->pid || pfd < 0 || !ino)
+	if (pid != p->pid)
 		return -1;
 	pthread_mutex_lock(&peers_lock);
 	for (int i = 0; i < p->n_wake && fd < 0; i++)
 		if (p->wake[i].pfd == pfd && p->wake[i].ino == ino)
 			fd = p->wake[i].fd;
-	if (fd < 0 && p->n_wake < PEER_WAKES && (fd = wake_open(p->pid, pfd, ino)) >= 0) {
+	if (fd < 0 && p->n_wake < PEER_WAKES && (fd = peer_pipe_open(p->pid, pfd, ino)) >= 0) {
 		p->wake[p->n_wake].pfd = pfd;
 		p->wake[p->n_wake].ino = ino;
 		p->wake[p->n_wake].fd = fd;

@@ -35,6 +35,10 @@ void peer_put(struct peer *p);
  * A ring is never trusted blindly: nothing but that FIFO is opened. */
 enum { PEER_WAKES = 8 };
 int peer_wake_fd(struct peer *p, int32_t pid, int32_t pfd, uint64_t ino);
+/* What peer_wake_fd opens: /proc/pid/fd/pfd if it is a FIFO of inode ino
+ * (looked at with stat first: nothing else is ever opened), non-blocking,
+ * or -1. */
+int peer_pipe_open(int pid, int32_t pfd, uint64_t ino);
 
 /* True if the peer is this process (its addresses are ours). */
 bool peer_is_self(const struct peer *p);
