@@ -37,7 +37,6 @@ void direct_publish(struct srn_rc_state *rc)
 	struct srn_qp *qp = rc->qp;
 	enum ibv_qp_state st = rc_state(rc);
 	struct net_reg_qpinfo in;
-
 	bool ud = rc->type == IBV_QPT_UD;
 
 	if (!rc->eng || !rc->eng->reg)
@@ -116,20 +115,25 @@ static size_t ip_len(int family)
 	return family == AF_INET ? 4 : 16;
 }
 
+bool direct_reachable(const struct srn_rc_state *rc)
+{
+	const struct srn_engine *eng = rc->eng;
+
+	/* Only a destination on this host can be reached in memory; the
+	 * registry is this host's, so its QPN must be too. */
+	return net_direct_enabled() && eng->reg && rc->peer.family == eng->udp.local.family &&
+	       net_addr_is_local(rc->peer.family, rc->peer.ip);
+}
+
 struct direct_qp *direct_qp_new(struct srn_rc_state *rc)
 {
-	struct srn_engine *eng = rc->eng;
 	struct direct_qp *d = calloc(1, sizeof(*d));
 
 	if (!d)
 		return NULL;
 	d->dqpn = rc->dqpn;
-	/* Only a destination on this host can be reached in memory; the
-	 * registry is this host's, so its QPN must be too. */
-	d->off = !net_direct_enabled() || !eng->reg ||
-		 rc->peer.family != eng->udp.local.family ||
-		 !net_addr_is_local(rc->peer.family, rc->peer.ip) ||
-		 !(d->qgen = net_registry_qpinfo_seq(eng->reg, rc->dqpn));
+	d->off = !direct_reachable(rc) ||
+		 !(d->qgen = net_registry_qpinfo_seq(rc->eng->reg, rc->dqpn));
 	/* our own directory, for our gather lists (direct_gather) */
 	if (!d->off && rc->qp->pd && srn_mrdir_active(rc->qp->ctx)) {
 		d->self = peer_get(getpid(), rc->qp->ctx->mrdir_nonce);

@@ -96,6 +96,9 @@ struct direct_qp {
 	uint64_t rnr_since;          /* no receive posted since (coarse ns), 0 */
 };
 
+/* direct.c: can rc->peer be reached in memory (direct execution on, a
+ * registry, an address of this host in the engine's family)? */
+bool direct_reachable(const struct srn_rc_state *rc);
 /* direct.c: a cache for the target rc->dqpn at rc->peer (d->off: that
  * one is not reached in memory), or NULL without memory. */
 struct direct_qp *direct_qp_new(struct srn_rc_state *rc);

@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/mode.h"
-#include "net/udp.h"
 #include "transport/direct.h"
 #include "transport/direct_priv.h"
 #include "transport/rc.h"
@@ -42,14 +40,12 @@ void direct_ud_forget(struct srn_rc_state *rc)
  * this host). */
 static struct direct_qp *ud_dest(struct srn_rc_state *rc)
 {
-	struct srn_engine *eng = rc->eng;
 	struct direct_ud *u = rc->direct_ud;
 	struct direct_qp *d;
 
 	/* (a destination elsewhere costs no entry: it would push out the
 	 * views of this host's targets among which a QP may be sending) */
-	if (!net_direct_enabled() || !eng->reg || rc->peer.family != eng->udp.local.family ||
-	    !net_addr_is_local(rc->peer.family, rc->peer.ip))
+	if (!direct_reachable(rc))
 		return NULL;
 	if (!u) {
 		u = rc->direct_ud = calloc(1, sizeof(*u));
@@ -101,7 +97,7 @@ int direct_ud_post_now(struct srn_rc_state *rc, const struct ibv_send_wr *wr, ui
 {
 	struct srn_qp *qp = rc->qp;
 	bool imm = wr->opcode == IBV_WR_SEND_WITH_IMM;
-	uint32_t qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? rc->qkey : wr->wr.ud.remote_qkey;
+	uint32_t qkey = ud_qkey(rc, wr->wr.ud.remote_qkey);
 	struct iovec src[1];
 	struct direct_qp *d;
 	enum srn_counter c;

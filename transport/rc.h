@@ -339,6 +339,8 @@ void ud_grh(const struct wire_l3 *l3, uint32_t len, uint8_t out[WIRE_GRH_LEN]);
  * (rc_tx sends there).  false: unreachable from this device (wrong
  * family, or a group it cannot send to). */
 bool ud_route(struct srn_rc_state *rc, struct ibv_ah *ah, uint32_t remote_qpn);
+/* ud.c: the Q_Key a UD SEND carries for a WR's remote_qkey. */
+uint32_t ud_qkey(const struct srn_rc_state *rc, uint32_t wr_qkey);
 /* ud.c: the RoCE length of a UD SEND of len payload bytes. */
 uint32_t ud_wire_len(bool imm, uint32_t len);
 

@@ -73,6 +73,12 @@ bool ud_route(struct srn_rc_state *rc, struct ibv_ah *ah, uint32_t remote_qpn)
 	return true;
 }
 
+uint32_t ud_qkey(const struct srn_rc_state *rc, uint32_t wr_qkey)
+{
+	/* the QP's Q_Key when the WR's has the high bit set (IBTA 10.2.5) */
+	return (wr_qkey & 0x80000000u) ? rc->qkey : wr_qkey;
+}
+
 uint32_t ud_wire_len(bool imm, uint32_t len)
 {
 	return WIRE_BTH_LEN + WIRE_DETH_LEN + (imm ? WIRE_IMMDT_LEN : 0) + len +
@@ -118,8 +124,7 @@ static int ud_send_one(struct srn_rc_state *rc, struct srn_send_wqe *w)
 	memset(&h, 0, sizeof(h));
 	h.opcode = WIRE_UD | (imm ? WIRE_SEND_ONLY_IMM : WIRE_SEND_ONLY);
 	h.psn = rc->req_psn;
-	/* the QP's Q_Key when the WR's has the high bit set (IBTA 10.2.5) */
-	h.qkey = (w->remote_qkey & 0x80000000u) ? rc->qkey : w->remote_qkey;
+	h.qkey = ud_qkey(rc, w->remote_qkey);
 	/* a QP of this host: straight into its memory (consumes no PSN:
 	 * nobody checks a UD PSN) */
 	if (!srn_ah(w->ah)->mcast && direct_ud_send(rc, imm, w->imm_data,

@@ -167,6 +167,15 @@ static void qp_free(struct srn_qp *qp)
 	free(qp);
 }
 
+/* Can a same-host peer deliver a SEND to this QP itself (an RC, UC or
+ * UD QP whose receive CQ is in memory the peer maps)? */
+static bool peer_completes(const struct ibv_qp_init_attr_ex *a)
+{
+	return (a->qp_type == IBV_QPT_RC || a->qp_type == IBV_QPT_UC ||
+		a->qp_type == IBV_QPT_UD) &&
+	       a->recv_cq && srn_cq(a->recv_cq)->share;
+}
+
 static struct ibv_qp *qp_create(struct ibv_context *context,
 				struct ibv_qp_init_attr_ex *a)
 {
@@ -202,9 +211,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		qp->cap.max_recv_sge = 0;
 		/* what a same-host peer needs to deliver a SEND itself: where
 		 * the recv CQ and the SRQ's ring are (direct_send_publish) */
-		if ((a->qp_type == IBV_QPT_RC || a->qp_type == IBV_QPT_UC ||
-		     a->qp_type == IBV_QPT_UD) && a->recv_cq &&
-		    srn_cq(a->recv_cq)->share && srn_srq(a->srq)->ring_share) {
+		if (peer_completes(a) && srn_srq(a->srq)->ring_share) {
 			qp->srq_hdr = srn_rings_alloc(srn_ctx(context), srn_rq_ring_bytes(0),
 						      &qp->srq_hdr_share);
 			if (qp->srq_hdr)
@@ -218,10 +225,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		qp->rq.max_sge = a->cap.max_recv_sge;
 		/* a ring a same-host peer can take from (verbs/shared_rings.h)
 		 * when its receive CQ is one the peer can complete into */
-		qp->rqs = srn_rings_alloc((a->qp_type == IBV_QPT_RC || a->qp_type == IBV_QPT_UC ||
-					   a->qp_type == IBV_QPT_UD) &&
-						  a->recv_cq && srn_cq(a->recv_cq)->share ?
-					  srn_ctx(context) : NULL,
+		qp->rqs = srn_rings_alloc(peer_completes(a) ? srn_ctx(context) : NULL,
 					  srn_rq_ring_bytes(qp->rq.max_wr), &qp->rq_share);
 		if (qp->rqs) {
 			qp->rqs->magic = SRN_RINGS_MAGIC;
