@@ -17,7 +17,8 @@
 /* Socket buffers: what we ask for, and below what (as getsockopt reports
  * it, doubled) the user is told that bandwidth will suffer. */
 enum { UDP_BUF_WANT = 16 << 20, UDP_BUF_MIN_OK = 8 << 20, UDP_BATCH_MAX = 64,
-       UDP_GSO_MAX_SEGS = 128, UDP_GSO_MAX_GROUPS = 16 };
+       UDP_GSO_MAX_SEGS = 128, UDP_GSO_MAX_GROUPS = 16,
+       UDP_IOV_MAX = 1024 /* UIO_MAXIOV: iovecs in one send */ };
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -248,6 +249,24 @@ bool net_udp_faults(void)
 	return fault.drop || fault.dup;
 }
 
+/* The kernel's copy pays per iovec (measured on a 15-packet GSO send of
+ * real data: 3 iovecs per packet 6.1 GB/s, 2 per packet 6.4, 1 per
+ * packet 6.7), and tx.c lays each packet's ICRC right before the next
+ * packet's header. */
+int net_udp_iov_join(const struct iovec *in, int n, struct iovec *out)
+{
+	int m = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (m && (const char *)out[m - 1].iov_base + out[m - 1].iov_len ==
+			 (const char *)in[i].iov_base)
+			out[m - 1].iov_len += in[i].iov_len;
+		else
+			out[m++] = in[i];
+	}
+	return m;
+}
+
 int net_udp_send_segs(struct net_udp *u, const struct net_addr *to,
 		      const struct iovec *iov, int iovcnt, uint32_t seg, int nseg,
 		      const int *seg_iov)
@@ -262,11 +281,13 @@ int net_udp_send_segs(struct net_udp *u, const struct net_addr *to,
 	uint16_t gso = (uint16_t)seg;
 	int ret = 0;
 
-	if (nseg > 1 && !u->gso_off && !net_udp_faults()) {
+	if (nseg > 1 && !u->gso_off && !net_udp_faults() && iovcnt <= UDP_IOV_MAX) {
+		struct iovec joined[UDP_IOV_MAX];
+
 		mh.msg_namelen = to_sockaddr(to, &ss);
 		mh.msg_name = &ss;
-		mh.msg_iov = (struct iovec *)iov;
-		mh.msg_iovlen = (size_t)iovcnt;
+		mh.msg_iov = joined;
+		mh.msg_iovlen = (size_t)net_udp_iov_join(iov, iovcnt, joined);
 		memset(&ctl, 0, sizeof(ctl));
 		mh.msg_control = ctl.buf;
 		mh.msg_controllen = sizeof(ctl.buf);
@@ -330,8 +351,9 @@ int net_udp_send_gso(struct net_udp *u, const struct net_addr *to, const struct 
 		char buf[CMSG_SPACE(sizeof(uint16_t))];
 		struct cmsghdr align;
 	} ctl[UDP_GSO_MAX_GROUPS];
+	struct iovec joined[UDP_IOV_MAX];
 	socklen_t sl;
-	int r;
+	int r, used = 0;
 
 	if (ngrp <= 0)
 		return -EINVAL;
@@ -347,10 +369,15 @@ int net_udp_send_gso(struct net_udp *u, const struct net_addr *to, const struct 
 	for (int i = 0; i < ngrp; i++) {
 		struct msghdr *mh = &mm[i].msg_hdr;
 
+		if (grp[i].niov > UDP_IOV_MAX - used) {
+			ngrp = i; /* the rest in the next call */
+			break;
+		}
 		mh->msg_name = &ss;
 		mh->msg_namelen = sl;
-		mh->msg_iov = (struct iovec *)iov + grp[i].iov0;
-		mh->msg_iovlen = (size_t)grp[i].niov;
+		mh->msg_iov = joined + used;
+		mh->msg_iovlen = (size_t)net_udp_iov_join(iov + grp[i].iov0, grp[i].niov, joined + used);
+		used += (int)mh->msg_iovlen;
 		if (grp[i].nseg > 1) {
 			uint16_t gso = (uint16_t)grp[i].seg;
 			struct cmsghdr *c;
@@ -364,6 +391,10 @@ int net_udp_send_gso(struct net_udp *u, const struct net_addr *to, const struct 
 			c->cmsg_len = CMSG_LEN(sizeof(gso));
 			memcpy(CMSG_DATA(c), &gso, sizeof(gso));
 		}
+	}
+	if (ngrp == 0) { /* a first group of more iovecs than a send takes */
+		r = send_group(u, to, iov, seg_iov, &grp[0]);
+		return r < 0 ? r : 1;
 	}
 	do
 		r = sendmmsg(u->fd, mm, (unsigned int)ngrp, MSG_DONTWAIT);

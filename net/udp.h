@@ -64,6 +64,11 @@ struct net_udp_gso {
 int net_udp_send_gso(struct net_udp *u, const struct net_addr *to, const struct iovec *iov,
 		     const int *seg_iov, const struct net_udp_gso *grp, int ngrp);
 
+/* in[0..n) into out with neighbours that touch in memory joined: the same
+ * bytes, in order, in fewer iovecs (GSO sends go out this way).  out has
+ * room for n.  Returns how many it holds. */
+int net_udp_iov_join(const struct iovec *in, int n, struct iovec *out);
+
 /* True while SOFTRNIC_TEST_DROP/DUP fault injection is on (senders then
  * send packet by packet so each can be dropped or duplicated alone). */
 bool net_udp_faults(void);

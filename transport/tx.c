@@ -111,8 +111,11 @@ struct tx_batch {
 	struct net_udp_gso grp[TXB_MAX_GROUPS];
 	int seg_iov[TXB_MAX_SEGS];   /* where each packet starts in iov */
 	struct iovec iov[TXB_MAX_IOV];
-	uint8_t hdr[TXB_MAX_SEGS][WIRE_MAX_HDR_LEN];
-	uint8_t tail[TXB_MAX_SEGS][TXB_TAIL];
+	/* Headers and tails, back to back in packet order: a packet's tail
+	 * ends where the next one's header begins, so the GSO send carries
+	 * them as one iovec (net/udp.c) */
+	uint32_t ht_used;
+	uint8_t ht[TXB_MAX_SEGS * (WIRE_MAX_HDR_LEN + TXB_TAIL)];
 };
 
 /* initial-exec: an offset from the thread pointer, where the default
@@ -170,6 +173,7 @@ static void txb_flush(void)
 				  memory_order_relaxed);
 	b->cnt_pkts = b->cnt_bytes = 0;
 	b->nseg = b->niov = b->ngrp = 0;
+	b->ht_used = 0;
 	b->grp_bytes = 0;
 	b->grp_closed = false;
 }
@@ -218,7 +222,7 @@ static int txb_add(struct srn_rc_state *rc, const struct iovec *iov, int n,
 	struct wire_l3 l3 = rc->l3;
 	struct net_udp_gso *g;
 	uint32_t icrc;
-	uint8_t *tail;
+	uint8_t *hdr, *tail;
 	int k;
 
 	if (b->nseg && (b->eng != rc->eng || !same_addr(&b->to, &rc->peer) ||
@@ -246,13 +250,15 @@ static int txb_add(struct srn_rc_state *rc, const struct iovec *iov, int n,
 	}
 	k = b->nseg;
 	b->seg_iov[k] = b->niov;
-	memcpy(b->hdr[k], iov[0].iov_base, (size_t)hlen);
-	b->iov[b->niov].iov_base = b->hdr[k];
+	hdr = b->ht + b->ht_used;
+	memcpy(hdr, iov[0].iov_base, (size_t)hlen);
+	b->iov[b->niov].iov_base = hdr;
 	b->iov[b->niov++].iov_len = (size_t)hlen;
 	for (int i = 1; i < n - 1; i++)
 		b->iov[b->niov++] = iov[i];
-	tail = b->tail[k];
-	memset(tail, 0, TXB_TAIL);
+	tail = hdr + hlen;
+	b->ht_used += (uint32_t)(hlen + tlen);
+	memset(tail, 0, (size_t)tlen);
 	b->iov[b->niov].iov_base = tail;
 	b->iov[b->niov].iov_len = (size_t)tlen - WIRE_ICRC_LEN;
 	/* ICRC over header + payload + pad, with this packet's index in its

@@ -32,8 +32,8 @@ static struct wire_l3 l3_of(const struct net_udp *from, const struct net_udp *to
 }
 
 /* Packet k: 12-byte "BTH" (opcode, PSN = k), payload bytes = k + tag,
- * ICRC with IPv4 ID k.  Returns its length. */
-static uint32_t make_pkt(uint8_t *p, uint32_t len, int k, uint8_t tag,
+ * ICRC with IPv4 ID id.  Returns its length. */
+static uint32_t make_pkt(uint8_t *p, uint32_t len, int k, int id, uint8_t tag,
 			 const struct wire_l3 *l3)
 {
 	struct wire_l3 l = *l3;
@@ -45,7 +45,7 @@ static uint32_t make_pkt(uint8_t *p, uint32_t len, int k, uint8_t tag,
 	p[0] = WIRE_WRITE_MIDDLE;
 	p[2] = p[3] = 0xff;
 	p[11] = (uint8_t)k;
-	l.ip_id = (uint16_t)k;
+	l.ip_id = (uint16_t)id;
 	icrc = wire_icrc(&l, &iov, 1);
 	p[len - 4] = (uint8_t)icrc;
 	p[len - 3] = (uint8_t)(icrc >> 8);
@@ -54,15 +54,27 @@ static uint32_t make_pkt(uint8_t *p, uint32_t len, int k, uint8_t tag,
 	return len;
 }
 
+/* How the packets are handed to the socket. */
+enum send_as {
+	ONE_IOV,   /* each packet one iovec, one GSO send */
+	SPLIT,     /* header, payload, ICRC apart, the way transport/tx.c
+		    * lays them out: each ICRC right before the next header,
+		    * so net/udp.c joins them (net_udp_iov_join) */
+	TWO_SENDS, /* SPLIT, in two GSO sends of one sendmmsg (the second
+		    * half's IPv4 IDs start again at 0) */
+};
+
 /* Send nseg packets (seg bytes, the last last_len) in one call; receive
  * them; check each.  Returns how many datagrams carried them. */
 static int round_trip(struct net_udp *a, struct net_udp *b, int nseg, uint32_t seg,
-		      uint32_t last_len, uint8_t tag, const char *what)
+		      uint32_t last_len, uint8_t tag, enum send_as as, const char *what)
 {
 	static uint8_t tx[MAXSEG][8192];
 	static uint8_t rxbuf[RXN][RXCAP];
-	struct iovec iov[MAXSEG];
-	int seg_iov[MAXSEG], got = 0, dgrams = 0, bad_len = 0, bad_data = 0, bad_icrc = 0;
+	static uint8_t ht[MAXSEG * 16];
+	struct iovec iov[3 * MAXSEG];
+	int seg_iov[MAXSEG], niov = 0, got = 0, dgrams = 0, bad_len = 0, bad_data = 0,
+	    bad_icrc = 0, half = as == TWO_SENDS ? nseg / 2 : 0;
 	struct wire_l3 l3 = l3_of(a, b), rl3;
 	struct net_udp_msg m[RXN];
 	struct timespec t0, t1;
@@ -70,13 +82,40 @@ static int round_trip(struct net_udp *a, struct net_udp *b, int nseg, uint32_t s
 
 	for (int k = 0; k < nseg; k++) {
 		uint32_t len = k == nseg - 1 ? last_len : seg;
+		uint8_t *h = ht + 16 * k;
 
-		iov[k].iov_base = tx[k];
-		iov[k].iov_len = make_pkt(tx[k], len, k, tag, &l3);
-		seg_iov[k] = k;
+		/* the IPv4 ID is the index in its send */
+		make_pkt(tx[k], len, k, k < half ? k : k - half, tag, &l3);
+		seg_iov[k] = niov;
+		if (as == ONE_IOV) {
+			iov[niov].iov_base = tx[k];
+			iov[niov++].iov_len = len;
+			continue;
+		}
+		memcpy(h, tx[k], 12);
+		memcpy(h + 12, tx[k] + len - 4, 4);
+		iov[niov].iov_base = h;
+		iov[niov++].iov_len = 12;
+		iov[niov].iov_base = tx[k] + 12;
+		iov[niov++].iov_len = len - 16;
+		iov[niov].iov_base = h + 12;
+		iov[niov++].iov_len = 4;
 	}
-	ret = net_udp_send_segs(a, &b->local, iov, nseg, seg, nseg, seg_iov);
-	T_OK(ret == 0, "%s: %d packets of %u bytes in one send (ret %d)", what, nseg, seg, ret);
+	if (as == TWO_SENDS) {
+		struct net_udp_gso g[2] = {
+			{ .iov0 = 0, .niov = seg_iov[half], .seg0 = 0, .nseg = half, .seg = seg },
+			{ .iov0 = seg_iov[half], .niov = niov - seg_iov[half], .seg0 = half,
+			  .nseg = nseg - half, .seg = seg },
+		};
+
+		ret = net_udp_send_gso(a, &b->local, iov, seg_iov, g, 2);
+		T_OK(ret == 2, "%s: %d packets of %u bytes in two sends (ret %d)", what, nseg,
+		     seg, ret);
+	} else {
+		ret = net_udp_send_segs(a, &b->local, iov, niov, seg, nseg, seg_iov);
+		T_OK(ret == 0, "%s: %d packets of %u bytes in one send (ret %d)", what, nseg,
+		     seg, ret);
+	}
 
 	rl3 = l3;
 	rl3.ip_id = 0;
@@ -107,7 +146,8 @@ static int round_trip(struct net_udp *a, struct net_udp *b, int nseg, uint32_t s
 				}
 				if (p[11] != (uint8_t)got || p[12] != (uint8_t)(got + tag))
 					bad_data++;
-				if (wire_icrc_verify(&rl3, p, len, &id) < 0 || id != got)
+				if (wire_icrc_verify(&rl3, p, len, &id) < 0 ||
+				    id != (got < half ? got : got - half))
 					bad_icrc++;
 			}
 		}
@@ -124,6 +164,30 @@ static int round_trip(struct net_udp *a, struct net_udp *b, int nseg, uint32_t s
 	return dgrams;
 }
 
+/* net_udp_iov_join: neighbours that touch are joined, nothing else. */
+static void iov_join_cases(void)
+{
+	static char m[64];
+	const struct iovec in[] = {
+		{ m, 4 }, { m + 4, 8 },   /* touch: joined */
+		{ m + 20, 4 },            /* a gap before it */
+		{ m + 24, 0 },            /* empty, touching: joined (adds nothing) */
+		{ m + 24, 6 },            /* touches the empty one's end */
+		{ m, 2 },                 /* goes back: apart */
+		{ m + 40, 3 },
+	};
+	struct iovec out[8];
+	int n = net_udp_iov_join(in, 7, out);
+
+	T_OK(n == 4, "iov_join: 7 iovecs -> 4 (%d)", n);
+	T_OK(n == 4 && out[0].iov_base == m && out[0].iov_len == 12 &&
+	     out[1].iov_base == m + 20 && out[1].iov_len == 10 &&
+	     out[2].iov_base == m && out[2].iov_len == 2 &&
+	     out[3].iov_base == m + 40 && out[3].iov_len == 3,
+	     "iov_join: the same bytes in the same order");
+	T_OK(net_udp_iov_join(in, 0, out) == 0, "iov_join: none -> none");
+}
+
 int main(void)
 {
 	static const uint8_t lo[4] = { 127, 0, 0, 1 };
@@ -136,14 +200,20 @@ int main(void)
 	printf("sockets: %u -> %u, receiver GRO %s\n", a.local.port, b.local.port,
 	       b.gro ? "on" : "off");
 
-	round_trip(&a, &b, 6, 1040, 540, 1, "GSO 1040-byte packets, short last");
-	d = round_trip(&a, &b, 15, 4112, 4112, 2, "GSO 15 full-MTU (4096 B) packets");
+	round_trip(&a, &b, 6, 1040, 540, 1, ONE_IOV, "GSO 1040-byte packets, short last");
+	d = round_trip(&a, &b, 15, 4112, 4112, 2, ONE_IOV, "GSO 15 full-MTU (4096 B) packets");
 	T_OK(d >= 1 && d <= 15, "coalesced or not, at most one datagram per packet (%d)", d);
-	round_trip(&a, &b, 1, 4112, 4112, 3, "a single packet");
+	round_trip(&a, &b, 1, 4112, 4112, 3, ONE_IOV, "a single packet");
+	round_trip(&a, &b, 15, 4112, 4112, 5, SPLIT, "header, payload, ICRC apart");
+	round_trip(&a, &b, 7, 1040, 300, 6, SPLIT, "apart, short last");
+	round_trip(&a, &b, 12, 1040, 1040, 7, TWO_SENDS, "apart, two sends");
 	a.gso_off = true; /* as after the kernel refused UDP_SEGMENT */
-	d = round_trip(&a, &b, 5, 1040, 100, 4, "fallback: packet by packet");
+	d = round_trip(&a, &b, 5, 1040, 100, 4, ONE_IOV, "fallback: packet by packet");
+	T_OK(d >= 1, "fallback delivered (%d datagrams)", d);
+	d = round_trip(&a, &b, 5, 1040, 100, 8, SPLIT, "fallback, apart");
 	T_OK(d >= 1, "fallback delivered (%d datagrams)", d);
 
+	iov_join_cases();
 	net_udp_close(&a);
 	net_udp_close(&b);
 	return t_summary();
