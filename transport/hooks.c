@@ -289,6 +289,36 @@ void srn_qp_unlock(struct srn_qp *qp)
 	}
 }
 
+/* A send posted while the QP's earlier packets are still unacknowledged
+ * waits for their ACK: the completer's run after it (after_response)
+ * sends everything queued meanwhile together, in as few GSO sends as
+ * sizes allow, instead of one system call per message (measured over
+ * UDP, alternating runs: 8-byte WRITEs 2.6 -> 17 MiB/s (2.2 Mpps), SENDs
+ * 3.0 -> 18; 4 KiB WRITEs 1.06 -> 2.96 GiB/s; 64 KiB 3.73 -> 4.10).
+ * Messages up to KICK_WAIT_LEN: a longer one fills GSO sends on its own
+ * (1 MiB WRITEs measured the same either way).  Only on RC,
+ * whose ACK is sure to come: each message's last packet asks for one,
+ * and lost, the retry timer resends from the oldest.  Only with
+ * KICK_WAIT_INFLIGHT packets out (a ping-pong has none: its ACK rode
+ * with the reply), up to KICK_WAIT_MAX messages waiting, and not when an
+ * ACK of ours waits to ride with this send (the peer's answer could be
+ * waiting for it in turn).  READs and atomics go at once, and take what
+ * waits before them along. */
+enum { KICK_WAIT_INFLIGHT = 2, KICK_WAIT_MAX = 32, KICK_WAIT_LEN = 64 << 10 };
+
+static bool kick_can_wait(struct srn_rc_state *rc)
+{
+	struct srn_qp *qp = rc->qp;
+	const struct srn_send_wqe *w = rc_sq(qp, qp->sq.tail - 1);
+
+	return rc->type == IBV_QPT_RC && !rc->ack_pending && !rc->rnr_wait &&
+	       rc_state(rc) == IBV_QPS_RTS &&
+	       qp->sq.tail - qp->sq.next <= KICK_WAIT_MAX &&
+	       wire_psn_diff(rc->req_psn, rc->una_psn) >= KICK_WAIT_INFLIGHT &&
+	       w->length <= KICK_WAIT_LEN && !rc_is_rd_atomic(w) &&
+	       !(w->send_flags & IBV_SEND_FENCE);
+}
+
 void srn_transport_kick_sq(struct srn_qp *qp)
 {
 	struct srn_rc_state *rc = qp->rc;
@@ -297,6 +327,8 @@ void srn_transport_kick_sq(struct srn_qp *qp)
 		return;
 	if (rc_state(rc) == IBV_QPS_ERR) {
 		rc_flush_sq(rc);
+	} else if (kick_can_wait(rc)) {
+		rc_count(rc, SRN_CNT_req_waits);
 	} else {
 		uint64_t sent = rc->req_tx_ns;
 

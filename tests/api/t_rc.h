@@ -6,6 +6,7 @@
 #include <infiniband/verbs.h>
 #include <arpa/inet.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ static int failures __attribute__((unused));
 struct t_end {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch; /* the CQ's, when t_with_channel */
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
@@ -60,6 +62,9 @@ static __attribute__((unused)) struct ibv_context *t_open(void)
 	return ctx;
 }
 
+/* Set: the ends opened next get a completion channel for their CQ. */
+static bool t_with_channel __attribute__((unused));
+
 /* Context, PD, CQ, registered buffer and a QP of type (RC or UC), in
  * RESET. */
 static __attribute__((unused)) int t_end_open(struct t_end *e, enum ibv_qp_type type)
@@ -69,7 +74,9 @@ static __attribute__((unused)) int t_end_open(struct t_end *e, enum ibv_qp_type 
 	if (!e->ctx)
 		return -1;
 	e->pd = ibv_alloc_pd(e->ctx);
-	e->cq = ibv_create_cq(e->ctx, 4096, NULL, NULL, 0);
+	if (t_with_channel && !(e->ch = ibv_create_comp_channel(e->ctx)))
+		return -1;
+	e->cq = ibv_create_cq(e->ctx, 4096, NULL, e->ch, 0);
 	e->buf = aligned_alloc(4096, BUF_SIZE);
 	if (!e->pd || !e->cq || !e->buf)
 		return -1;
@@ -109,6 +116,8 @@ static __attribute__((unused)) void t_end_fini(struct t_end *e)
 		ibv_dereg_mr(e->mr);
 	if (e->cq)
 		ibv_destroy_cq(e->cq);
+	if (e->ch)
+		ibv_destroy_comp_channel(e->ch);
 	if (e->pd)
 		ibv_dealloc_pd(e->pd);
 	if (e->ctx)
