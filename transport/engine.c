@@ -229,6 +229,9 @@ struct rx_hold {
 static void rx_release(struct rx_hold *h)
 {
 	if (h->rc) {
+		/* what the QP's packets made it send (rx_sock_read's batch)
+		 * leaves before its lock does, as tx.c wants */
+		rc_tx_batch_flush();
 		srn_qp_unlock(h->rc->qp);
 		put_qp(h->rc);
 		h->rc = NULL;
@@ -471,6 +474,12 @@ static int rx_sock_read(struct srn_engine *eng, struct net_udp *u, int vlen, str
 {
 	int n = net_udp_recv_batch(u, eng->msgs, vlen);
 
+	/* One GSO batch for what the datagrams make us send: READ
+	 * responses to requests that came together go out together (a
+	 * response's last packet and the next one's first, both with an
+	 * AETH, share a send; ib_read_bw 64 KiB over UDP, alternating
+	 * runs: 3.20 -> 3.68 GiB/s), NAKs and ACKs too. */
+	rc_tx_batch_begin();
 	for (int i = 0; i < n; i++) {
 		struct net_udp_msg *m = &eng->msgs[i];
 		struct net_udp_msg one;
@@ -490,6 +499,7 @@ static int rx_sock_read(struct srn_engine *eng, struct net_udp *u, int vlen, str
 			rx_pkt(eng, &one, h);
 		}
 	}
+	rc_tx_batch_end();
 	return n > 0 ? n : 0;
 }
 
