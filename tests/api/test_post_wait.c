@@ -1,11 +1,14 @@
-/* Sends posted while the QP's earlier packets are unacknowledged wait for
- * that ACK and leave together (transport/hooks.c kick_can_wait).  Nothing
- * posted that way may be lost, reordered or left waiting:
+/* Work requests posted while the QP's earlier packets are unanswered wait
+ * for that answer and leave together (transport/hooks.c kick_can_wait).
+ * Nothing posted that way may be lost, reordered or left waiting:
  *   - bursts of small and multi-packet WRITEs, every one signaled, posted
  *     back to back: completions in order, every byte in place;
  *   - unsignaled WRITEs ending in a signaled one;
  *   - SENDs with and without immediate data into posted receives: the
  *     receives complete in order with their lengths and bytes;
+ *   - READs of small and multi-packet slots, and fetch-and-adds on one
+ *     counter: each returns what it must (the adds' originals are the
+ *     running sums, in order);
  *   - a burst, then no poll at all, only a blocking wait on a completion
  *     channel: the engine thread's ACK handling must send what waited;
  *   - the bursts again with 2 % of packets dropped and 2 % duplicated
@@ -141,6 +144,68 @@ static void sends(struct t_end *a, struct t_end *b)
 	poll_in_order(a, posted, 8000, "sends' own completions");
 }
 
+/* READ k brings b's slot k (its RDMA target area) into a's slot k of the
+ * area a's writes do not use. */
+static void reads(struct t_end *a, struct t_end *b, const struct t_conn *pb)
+{
+	int posted = 0, wrong = 0;
+
+	for (int k = 0; k < BURST; k++)
+		fill(b->buf + RX_OFF + (uint64_t)k * SLOT, SLOT, 5u + (unsigned)k);
+	memset(a->buf + RECV_OFF, 0, (size_t)BURST * SLOT);
+	for (int k = 0; k < BURST; k++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)a->buf + RECV_OFF + (uint64_t)k * SLOT,
+				       .length = msg_len(k), .lkey = a->mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 11000 + (uint64_t)k, .sg_list = &sge,
+					  .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+					  .send_flags = IBV_SEND_SIGNALED }, *badwr;
+
+		wr.wr.rdma.remote_addr = pb->addr + RX_OFF + (uint64_t)k * SLOT;
+		wr.wr.rdma.rkey = pb->rkey;
+		posted += !ibv_post_send(a->qp, &wr, &badwr);
+	}
+	CHECK(posted == BURST, "reads: %d of %d posted", posted, BURST);
+	poll_in_order(a, posted, 11000, "reads");
+	for (int k = 0; k < posted; k++)
+		if (memcmp(a->buf + RECV_OFF + (uint64_t)k * SLOT,
+			   b->buf + RX_OFF + (uint64_t)k * SLOT, msg_len(k)))
+			wrong++;
+	CHECK(wrong == 0, "reads: %d of %d brought wrong bytes", wrong, posted);
+}
+
+/* BURST fetch-and-adds of k + 1 on one counter of b's: add k returns the
+ * sum of those before it, and the counter ends at the sum of all. */
+static void atomics(struct t_end *a, struct t_end *b, const struct t_conn *pb)
+{
+	uint64_t *ctr = (uint64_t *)(void *)(b->buf + RX_OFF), sum = 0;
+	int posted = 0, wrong = 0;
+
+	*ctr = 0;
+	for (int k = 0; k < BURST; k++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)a->buf + RECV_OFF + (uint64_t)k * 8,
+				       .length = 8, .lkey = a->mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 12000 + (uint64_t)k, .sg_list = &sge,
+					  .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					  .send_flags = IBV_SEND_SIGNALED }, *badwr;
+
+		wr.wr.atomic.remote_addr = pb->addr + RX_OFF;
+		wr.wr.atomic.rkey = pb->rkey;
+		wr.wr.atomic.compare_add = (uint64_t)k + 1;
+		posted += !ibv_post_send(a->qp, &wr, &badwr);
+	}
+	CHECK(posted == BURST, "atomics: %d of %d posted", posted, BURST);
+	poll_in_order(a, posted, 12000, "fetch-and-adds");
+	for (int k = 0; k < posted; k++) {
+		uint64_t orig;
+
+		memcpy(&orig, a->buf + RECV_OFF + (uint64_t)k * 8, 8);
+		wrong += orig != sum;
+		sum += (uint64_t)k + 1;
+	}
+	CHECK(wrong == 0 && *ctr == sum, "atomics: %d originals wrong, counter %llu (want %llu)",
+	      wrong, (unsigned long long)*ctr, (unsigned long long)sum);
+}
+
 /* a's completions for wr_ids [first, first + n), waiting only on a's
  * completion channel: this thread never polls before an event. */
 static void wait_events(struct t_end *a, int n, uint64_t first, const char *what)
@@ -205,6 +270,8 @@ static int run(bool lossy, bool events)
 		writes_signaled(&a, &b, &ib);
 		writes_unsignaled(&a, &b, &ib);
 		sends(&a, &b);
+		reads(&a, &b, &ib);
+		atomics(&a, &b, &ib);
 		if (events)
 			writes_then_sleep(&a, &b, &ib);
 	}
@@ -239,9 +306,9 @@ int main(int argc, char **argv)
 	if (ret == 77)
 		return 77;
 	waits = f ? t_counter_sum(f, "req_waits") : 0;
-	printf("sends that waited for an ACK: %llu\n", waits);
+	printf("requests that waited for an answer (req_waits): %llu\n", waits);
 	if (udp)
-		CHECK(waits > 0, "on the UDP path some sends waited for an ACK (req_waits %llu)",
+		CHECK(waits > 0, "on the UDP path some requests waited for an answer (req_waits %llu)",
 		      waits);
 	if (f)
 		fclose(f);
