@@ -13,7 +13,7 @@
  *     channel: the engine thread's ACK handling must send what waited;
  *   - the bursts again with 2 % of packets dropped and 2 % duplicated
  *     (a child process: the fault hooks are read once per process).
- * On the UDP path the engines' counters must show sends that waited
+ * On the UDP path the engines' counters must show requests that waited
  * (req_waits); on the default path same-host QPs execute directly. */
 #include <poll.h>
 
