@@ -29,7 +29,7 @@
 	X(resp_nak_op) X(resp_acks) X(resp_read_resp)                     \
 	X(comp_acks) X(comp_dup_resp) X(comp_bad_resp) X(comp_nak_seq)    \
 	X(comp_nak_rnr) X(comp_nak_err) X(comp_read_gap)                  \
-	X(req_timeouts) X(req_retransmits) X(req_rnr_retries) X(req_waits)             \
+	X(req_timeouts) X(req_retransmits) X(req_rnr_retries) X(req_waits) \
 	X(tx_eagain) X(tx_error)                                          \
 	X(rx_drop_qkey) X(rx_drop_no_rwqe) X(uc_msg_dropped) X(ud_msg_dropped) X(ud_too_long) \
 	X(mcast_rx) X(mcast_no_member)                                    \
