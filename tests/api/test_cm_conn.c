@@ -373,7 +373,7 @@ static int reap(pid_t pid, int ms)
 
 static int base_port(void)
 {
-	return 20000 + (getpid() % 20000);
+	return t_listen_port((uint32_t)getpid());
 }
 
 /* ---- the cases ------------------------------------------------------------- */

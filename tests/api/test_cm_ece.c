@@ -115,7 +115,7 @@ int main(void)
 	struct rdma_cm_id *id;
 	enum rdma_cm_event_type what;
 	struct ibv_ece got;
-	int port = 20000 + (int)(getpid() % 20000), status = 0, pr[2], st;
+	int port = t_listen_port((uint32_t)getpid()), status = 0, pr[2], st;
 	pid_t pid;
 	char b;
 

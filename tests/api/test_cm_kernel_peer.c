@@ -39,6 +39,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "tests/lib/t_cm.h"
 #include "tests/lib/t_util.h"
 
 enum {
@@ -403,7 +404,7 @@ int main(void)
 		t_bail("rdma_create_id: %s", strerror(errno));
 	inet_pton(AF_INET, "127.0.0.1", &la.sin_addr);
 	for (int i = 0; i < 50; i++) {
-		port = (uint16_t)(20000 + t_rand() % 20000);
+		port = (uint16_t)t_listen_port(t_rand());
 		la.sin_port = htons(port);
 		if (rdma_bind_addr(listen_id, (struct sockaddr *)&la) == 0)
 			break;
@@ -553,7 +554,7 @@ int main(void)
 
 		T_OK(rdma_create_id(ch, &ul, NULL, RDMA_PS_UDP) == 0, "UD listener id");
 		for (int i = 0; ul && i < 50 && !uport; i++) {
-			uport = (uint16_t)(20000 + t_rand() % 20000);
+			uport = (uint16_t)t_listen_port(t_rand());
 			ua.sin_port = htons(uport);
 			if (rdma_bind_addr(ul, (struct sockaddr *)&ua))
 				uport = 0;

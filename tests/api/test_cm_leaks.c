@@ -261,7 +261,7 @@ int main(int argc, char **argv)
 	vg = find_valgrind();
 	if (!vg)
 		t_skip("valgrind is not installed (apt-get install valgrind)");
-	port = 20000 + (int)(getpid() % 20000);
+	port = t_listen_port((uint32_t)getpid());
 	t0 = t_now();
 	srv = spawn_end(vg, "server", port, cycles, true);
 	T_OK(srv > 0, "server listens under valgrind");

@@ -18,8 +18,11 @@ t_done() {
 	[ "$T_FAILS" -eq 0 ]
 }
 
-# A TCP port for the out-of-band exchange, distinct per test run.
-t_port() { echo $(( 20000 + (RANDOM % 20000) )); }
+# A port to listen on (a TCP out-of-band exchange, an rdma_cm listener),
+# random per run, below the ephemeral range (32768-60999) from which
+# connect() and the CM directory take ports for a test running beside
+# (seen: "Couldn't listen to port 39162"); see t_listen_port in t_cm.h.
+t_port() { echo $(( 20000 + (RANDOM % 12000) )); }
 
 # t_pair NAME SECS "SERVER CMD" "CLIENT CMD": runs both through softrnic,
 # the client after the server listens; both must exit 0.  Output goes to
@@ -36,8 +39,8 @@ t_pair() {
 	srv=$?
 	T_PAIR_SRV=$srv T_PAIR_CLI=$cli
 	if [ $srv -ne 0 ] || [ $cli -ne 0 ]; then
-		echo "  server ($scmd) exit $srv:"; sed 's/^/    | /' "$T_TMP/$name.server" | tail -15
-		echo "  client ($ccmd) exit $cli:"; sed 's/^/    | /' "$T_TMP/$name.client" | tail -15
+		echo "  server ($scmd) exit $srv:"; sed 's/^/    | /' "$T_TMP/$name.server" | tail -60
+		echo "  client ($ccmd) exit $cli:"; sed 's/^/    | /' "$T_TMP/$name.client" | tail -60
 		return 1
 	fi
 	return 0

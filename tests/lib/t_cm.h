@@ -48,6 +48,17 @@ static inline int t_cm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_
 	return 0;
 }
 
+/* A port for a test to listen on, from r: 20000-31999, below the
+ * ephemeral range (32768-60999) that the kernel picks TCP and UDP ports
+ * from for connect() and the CM directory picks from for ids that never
+ * bound (cm/directory.c).  A port that a test running beside this one got
+ * that way then cannot be the one we want (seen: ibv_srq_pingpong's
+ * "Couldn't listen to port 39162", about 1 run in 300). */
+static inline int t_listen_port(uint32_t r)
+{
+	return 20000 + (int)(r % 12000);
+}
+
 static inline struct sockaddr_in t_cm_loopback(int port)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };

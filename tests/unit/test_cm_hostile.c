@@ -33,6 +33,8 @@
 
 #include <poll.h>
 
+#include "tests/lib/t_cm.h"
+
 static int failures;
 
 #define CHECK(cond, ...)                                                      \
@@ -193,7 +195,7 @@ static void protocol_cases(void)
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct rdma_cm_id *l, *cli, *srv = NULL;
 	struct rdma_cm_event *ev;
-	uint16_t port = (uint16_t)(30000 + getpid() % 20000);
+	uint16_t port = (uint16_t)t_listen_port((uint32_t)getpid());
 	int reqs = 0, bad_events = 0;
 	struct cm_peer from = { { 127, 0, 0, 1 }, 9 };
 	static const uint8_t lo[4] = { 127, 0, 0, 1 };

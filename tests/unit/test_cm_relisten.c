@@ -182,7 +182,7 @@ static uint16_t free_port(enum rdma_port_space ps)
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 
 	for (int i = 0; ch && i < 100; i++) {
-		uint16_t port = (uint16_t)(20000 + cm_rand32() % 40000);
+		uint16_t port = (uint16_t)t_listen_port(cm_rand32());
 		struct rdma_cm_id *l = listener(ch, ps, port);
 
 		if (l) {
