@@ -75,6 +75,8 @@ struct srn_engine {
 	struct net_udp_msg *msgs;    /* ENGINE_SOCK_BATCH receive slots */
 	bool rx_poll_one;            /* srn_engine_rx_poll asks for one datagram */
 	int rx_poll_streak;          /* its polls in a row that found one */
+	unsigned int poll_empty_run; /* application polls in a row that found
+	                              * nothing (hooks.c; under rx_lock) */
 	uint8_t *rxbuf;              /* their buffers */
 
 	/* This context's QPs.  by_qpn indexes the registry's QPN space. */
