@@ -776,8 +776,9 @@ static bool app_waits_event(struct srn_engine *eng)
 	return armed;
 }
 
-/* After work the engine keeps polling the socket for up to linger_ns
- * since the last packet before it goes back to sleep: under a stream of
+/* After work the engine keeps polling the socket (yielding its CPU
+ * between reads that found nothing) for up to linger_ns since the last
+ * packet before it goes back to sleep: under a stream of
  * packets it then never pays a wake-up (10-40 us on this kind of VM), nor
  * does the sender's sendmsg have to wake and yield to it.  Bounded, so an
  * idle engine still sleeps (0% CPU); never on a single CPU, where it would
@@ -864,6 +865,15 @@ static void engine_linger(struct srn_engine *eng)
 		if (n > 0) {
 			until = now + linger_ns;
 			idle = 0;
+		} else {
+			/* Nothing came: give the CPU to whoever waits for it.
+			 * A loopback sender's wake-up can put us on its CPU,
+			 * where spinning took its time (ib_write_bw 4 KiB x
+			 * 20000 over UDP: 1.8 GB/s lingering, 3.8 without, 4.1
+			 * yielding).  Alone on a CPU, the yield returns at
+			 * once and we linger as before. */
+			sched_yield();
+			now = srn_now_ns();
 		}
 	}
 	/* (our own list: no lock needed to send what full batches left) */
