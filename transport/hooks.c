@@ -305,30 +305,12 @@ void srn_qp_unlock(struct srn_qp *qp)
  * to KICK_WAIT_MAX requests waiting, each up to KICK_WAIT_LEN (a longer
  * one fills GSO sends on its own; 1 MiB WRITEs measured the same either
  * way).  Never a fenced one, nor one behind which an ACK of ours waits
- * to ride (the peer's answer could be waiting for that in turn). */
+ * to ride (the peer's answer could be waiting for that in turn).
+ * Capping WRITE bursts at 512 KiB (8 of 64 KiB) once helped, while the
+ * engine thread took the sender's CPU during a long burst; since pollers
+ * and the lingering engine yield their CPU it costs: 64 KiB WRITEs 5.87
+ * GiB/s with the cap, 6.42 without (alternating runs). */
 enum { KICK_WAIT_INFLIGHT = 2, KICK_WAIT_MAX = 32, KICK_WAIT_LEN = 64 << 10 };
-
-/* RDMA WRITEs wait up to KICK_WAIT_WRITE_BYTES together (8 of 64 KiB,
- * still 32 up to 16 KiB).  A burst of 32 x 64 KiB keeps the thread that
- * sends it in one call for ~0.5 ms; its last poll then looks old to the
- * engine thread, which takes the socket back (engine.c socket_ready) and
- * is woken by every ACK (perf: the sender preempted every ~60 us).
- * Measured over UDP, alternating runs of 50000: 64 KiB WRITEs 4.00 ->
- * 4.38 GiB/s (8 runs each), engine takeovers per message 0.43 -> 0.12;
- * 32 KiB 2.87 -> 2.99; 64 KiB READs the same.  Not for SENDs: 64 KiB
- * ib_send_bw went 4.75 -> 4.43 with it (12 runs each). */
-enum { KICK_WAIT_WRITE_BYTES = 512 << 10 };
-
-static uint32_t kick_wait_max(const struct srn_send_wqe *w)
-{
-	uint32_t n;
-
-	if ((w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) ||
-	    w->length == 0)
-		return KICK_WAIT_MAX;
-	n = KICK_WAIT_WRITE_BYTES / w->length;
-	return n < KICK_WAIT_MAX ? n : KICK_WAIT_MAX;
-}
 
 static bool kick_can_wait(struct srn_rc_state *rc)
 {
@@ -337,7 +319,7 @@ static bool kick_can_wait(struct srn_rc_state *rc)
 
 	return rc->type == IBV_QPT_RC && !rc->ack_pending && !rc->rnr_wait &&
 	       rc_state(rc) == IBV_QPS_RTS &&
-	       qp->sq.tail - qp->sq.next <= kick_wait_max(w) &&
+	       qp->sq.tail - qp->sq.next <= KICK_WAIT_MAX &&
 	       wire_psn_diff(rc->req_psn, rc->una_psn) >= KICK_WAIT_INFLIGHT &&
 	       w->length <= KICK_WAIT_LEN && !(w->send_flags & IBV_SEND_FENCE);
 }
