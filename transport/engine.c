@@ -725,24 +725,47 @@ enum {
 
 struct engine_defer {
 	bool on;                     /* socket left disarmed */
+	bool parked;                 /* sockets out of the epoll set */
 	uint64_t since;              /* start of the current deferral */
 	uint64_t step;               /* its length */
 };
 
-static void arm_fd(struct srn_engine *eng, int fd)
+static void arm_fd(struct srn_engine *eng, int fd, int op)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.fd = fd };
 
-	epoll_ctl(eng->epfd, EPOLL_CTL_MOD, fd, &ev);
+	/* (a 4791 socket taken over while parked went in already) */
+	if (epoll_ctl(eng->epfd, op, fd, &ev) && op == EPOLL_CTL_ADD && errno == EEXIST)
+		epoll_ctl(eng->epfd, EPOLL_CTL_MOD, fd, &ev);
 }
 
 /* The sockets, one-shot: the main one and a taken-over 4791 (both are
  * read by every receive, so they are deferred and re-armed together). */
-static void arm_socket(struct srn_engine *eng)
+static void arm_socket(struct srn_engine *eng, struct engine_defer *d)
 {
-	arm_fd(eng, eng->udp.fd);
+	int op = d->parked ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+
+	d->parked = false;
+	arm_fd(eng, eng->udp.fd, op);
 	if (eng->roce.fd >= 0)
-		arm_fd(eng, eng->roce.fd);
+		arm_fd(eng, eng->roce.fd, op);
+}
+
+/* While a poller has the sockets they leave the epoll set, not just stay
+ * disarmed: a disarmed one-shot entry still hangs on the socket's wait
+ * queue, and every datagram that arrives then walks it (a wake-up call
+ * under irq-off locks).  Measured with a plain UDP ping-pong (GSO pair
+ * each way): sendmsg 1.50 -> 1.87 us and 2.11 -> 2.31 us one way with a
+ * disarmed entry on each socket.  Costs an epoll_ctl when a deferral
+ * starts and one when the engine takes over, both off the data path. */
+static void park_socket(struct srn_engine *eng, struct engine_defer *d)
+{
+	if (d->parked)
+		return;
+	d->parked = true;
+	epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->udp.fd, NULL);
+	if (eng->roce.fd >= 0)
+		epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->roce.fd, NULL);
 }
 
 /* A deferral step of step ns from now.  Its end is the timeout of the
@@ -888,7 +911,7 @@ static void take_over(struct srn_engine *eng, struct engine_defer *d)
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_takeovers], 1, memory_order_relaxed);
 	engine_rx(eng);
 	engine_linger(eng);
-	arm_socket(eng);
+	arm_socket(eng, d);
 }
 
 /* The socket has packets (fresh = from epoll), or the timer fired while
@@ -932,6 +955,7 @@ static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fr
 		 * left to the poller (srn_engine_arm).  Awake anyway, read
 		 * what is there (unless the application is at it). */
 		defer_for(eng, d, now, ENGINE_DEFER_MIN_NS);
+		park_socket(eng, d);
 		if (!app_sending(eng, now))
 			engine_rx_try(eng, ENGINE_RX_WAIT_NS);
 		return;
