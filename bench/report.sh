@@ -99,10 +99,14 @@ echo
 # What RoCE itself costs over plain UDP, measured in the same run: the UDP
 # targets compare with baselines that skip it.
 pp=$(b_med base:udp_pp 2); pp_ack=$(b_med base:udp_pp_ack 2); gso_icrc=$(b_med base:gso_icrc 65536)
+pp_ackm=$(b_med base:udp_pp_ackm 2)
 echo "Floors of the protocol, same run: every RC message needs an ACK back before perftest's latency"
 echo "tests post the next one, so a UDP ping-pong whose messages each leave with an ACK (two 20-byte"
 echo "datagrams in one GSO send, GRO on receive) takes $(fmt "$pp_ack") us one way, $(fmt "$(b_ratio "$pp_ack" "$pp")") x the plain"
-echo "ping-pong, before any RoCE processing (softrnic: $(fmt "$(b_ratio "$(b_med srn:udp:send_lat 2)" "$pp_ack")") x that floor). Every RoCEv2"
+echo "ping-pong, before any RoCE processing. A RoCE receiver must also ask each receive for the"
+echo "sender's address and port (the ICRC covers them) and the GRO segment size (to split the buffer"
+echo "into packets): with that, $(fmt "$pp_ackm") us, $(fmt "$(b_ratio "$pp_ackm" "$pp")") x the plain ping-pong (softrnic:"
+echo "$(fmt "$(b_ratio "$(b_med srn:udp:send_lat 2)" "$pp_ackm")") x that floor). Every RoCEv2"
 echo "packet carries an ICRC both ends compute: GSO->GRO with a CRC-32 per datagram on both ends"
 echo "moves $(fmt "$gso_icrc") GB/s, $(fmt "$(b_ratio "$gso_icrc" "$gso")") x the plain ceiling (softrnic: $(fmt "$(b_ratio "$(b_med srn:udp:write_bw 65536)" "$gso_icrc")") x that floor)."
 echo

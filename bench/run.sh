@@ -216,12 +216,16 @@ step_pingpong() { # shm|udp REP
 # The least an RC transport sends per message on UDP sockets: the message
 # and the ACK of the one before, two 20-byte datagrams (a 2-byte SEND and
 # an ACK are 20 bytes of RoCE each) in one GSO send, GRO on receive.
-step_pingpong_ack() { # REP
-	local rep=$1 name="base-udppp-ack-r$1"
-	b_progress "baseline udp_pingpong -a: message + ACK per direction, busy-polling (rep $rep)"
-	if b_one "$name" 60 "$BIN/udp_pingpong" -a -s 20 -n 20000; then
+# meta: each receive also asks for the sender's address and the GRO
+# segment size, which a RoCE receiver needs (udp_pingpong -m).
+step_pingpong_ack() { # REP [meta]
+	local rep=$1 name="base-udppp-ack-r$1" key=base:udp_pp_ack m= what="message + ACK per direction"
+	[ "$2" = meta ] && name="base-udppp-ackm-r$1" key=base:udp_pp_ackm m=-m &&
+		what="message + ACK, receives ask for address and segment size"
+	b_progress "baseline udp_pingpong -a $m: $what, busy-polling (rep $rep)"
+	if b_one "$name" 60 "$BIN/udp_pingpong" -a $m -s 20 -n 20000; then
 		local v; v=$(grep -oE 'median [0-9.]+' "$RAW/$name.out" | awk '{print $2}')
-		b_record "base:udp_pp_ack" 2 "$v"
+		b_record "$key" 2 "$v"
 		b_result "$v us one way (median)"
 	else
 		b_result "FAILED (raw/$name.out)"
@@ -366,6 +370,7 @@ for r in $(seq "$REPS"); do
 			# the UDP latency target's baseline and floor
 			add step_pingpong udp "$r"
 			add step_pingpong_ack "$r"
+			add step_pingpong_ack "$r" meta
 		fi
 		add step_srn_lat "$path" ib_send_lat 2 "$r"
 		add step_srn_lat "$path" ib_send_lat 2 "$r" srq

@@ -6,7 +6,11 @@
  * one): two SIZE-byte datagrams in one UDP_SEGMENT (GSO) send, received
  * with UDP_GRO as one buffer.  That is the least an RC transport on UDP
  * sockets sends per message, so the floor for softrnic's RC latency.
- * Usage: udp_pingpong [-s SIZE] [-n ITERS] [-b (blocking recv)] [-a]
+ * -m: each receive also asks for the sender's address and the GRO segment
+ * size (recvmsg with a name and a control buffer), as a RoCE receiver
+ * must: the ICRC covers the source address and port, and a GRO buffer is
+ * split into packets at the segment size.
+ * Usage: udp_pingpong [-s SIZE] [-n ITERS] [-b (blocking recv)] [-a] [-m]
  * Prints the median and average one-way latency (half round trip) in us. */
 #include <arpa/inet.h>
 #include "bench_util.h"
@@ -30,12 +34,29 @@ static double now_us(void)
 /* Receive one message (want bytes: one datagram, or with -a the two of a
  * GSO send, which GRO hands over as one buffer); busy-polls unless
  * blocking, gives up after 5 s. */
+static int with_meta; /* -m */
+
+static ssize_t recv_meta(int fd, char *buf, size_t want, int flags)
+{
+	struct sockaddr_storage from;
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { buf, want };
+	struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof(from),
+			     .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b) };
+	return recvmsg(fd, &mh, flags);
+}
+
 static int recv_one(int fd, char *buf, size_t want, int blocking)
 {
 	double end = now_us() + 5e6;
 	size_t got = 0;
 	for (;;) {
-		ssize_t n = recv(fd, buf, want, blocking ? 0 : MSG_DONTWAIT);
+		int flags = blocking ? 0 : MSG_DONTWAIT;
+		ssize_t n = with_meta ? recv_meta(fd, buf, want, flags) : recv(fd, buf, want, flags);
 		if (n > 0 && (got += (size_t)n) >= want)
 			return 0;
 		if ((n < 0 && errno != EAGAIN) || now_us() > end)
@@ -71,11 +92,12 @@ static void send_msg(int fd, char *buf, size_t len, int seg, const struct sockad
 int main(int argc, char **argv)
 {
 	int size = 2, iters = 10000, blocking = 0, acked = 0, opt, one = 1;
-	while ((opt = getopt(argc, argv, "s:n:ba")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:bam")) != -1) {
 		if (opt == 's') size = atoi(optarg);
 		else if (opt == 'n') iters = atoi(optarg);
 		else if (opt == 'b') blocking = 1;
 		else if (opt == 'a') acked = 1;
+		else if (opt == 'm') with_meta = 1;
 		else return 2;
 	}
 	if (size < 1 || size > 1400) {
@@ -117,8 +139,9 @@ int main(int argc, char **argv)
 		sum += rtt[i];
 	}
 	waitpid(pid, NULL, 0);
-	printf("udp_pingpong size %d%s iters %d: median %.2f us, average %.2f us (one way)\n",
-	       size, acked ? " x2 (message + ACK, GSO/GRO)" : "", iters,
+	printf("udp_pingpong size %d%s%s iters %d: median %.2f us, average %.2f us (one way)\n",
+	       size, acked ? " x2 (message + ACK, GSO/GRO)" : "",
+	       with_meta ? " + sender address and segment size" : "", iters,
 	       bench_median(rtt, iters), sum / iters);
 	return 0;
 }
