@@ -865,13 +865,15 @@ static bool cpu_is_free(void)
 	return atoi(p) <= linger_ncpu;
 }
 
-static void engine_linger(struct srn_engine *eng)
+static void engine_linger(struct srn_engine *eng, struct engine_defer *d)
 {
 	uint64_t now = srn_now_ns(), until = now + linger_ns;
 	unsigned int idle = 0;
 
 	if (!linger_ns || !cpu_is_free())
 		return;
+	/* out of the epoll set while we read it ourselves (park_socket) */
+	park_socket(eng, d);
 	while (now < until) {
 		uint64_t last = atomic_load_explicit(&eng->app_poll_ns, memory_order_relaxed);
 		int n;
@@ -910,7 +912,7 @@ static void take_over(struct srn_engine *eng, struct engine_defer *d)
 	atomic_store_explicit(&eng->deferring, false, memory_order_relaxed);
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_takeovers], 1, memory_order_relaxed);
 	engine_rx(eng);
-	engine_linger(eng);
+	engine_linger(eng, d);
 	arm_socket(eng, d);
 }
 
