@@ -220,7 +220,7 @@ step_pingpong() { # shm|udp REP
 # segment size, which a RoCE receiver needs (udp_pingpong -m).
 step_pingpong_ack() { # REP [meta]
 	local rep=$1 name="base-udppp-ack-r$1" key=base:udp_pp_ack m= what="message + ACK per direction"
-	[ "$2" = meta ] && name="base-udppp-ackm-r$1" key=base:udp_pp_ackm m=-m &&
+	[ "${2:-}" = meta ] && name="base-udppp-ackm-r$1" key=base:udp_pp_ackm m=-m &&
 		what="message + ACK, receives ask for address and segment size"
 	b_progress "baseline udp_pingpong -a $m: $what, busy-polling (rep $rep)"
 	if b_one "$name" 60 "$BIN/udp_pingpong" -a $m -s 20 -n 20000; then
