@@ -31,11 +31,10 @@ static double now_us(void)
 	return bench_now_s() * 1e6;
 }
 
-/* Receive one message (want bytes: one datagram, or with -a the two of a
- * GSO send, which GRO hands over as one buffer); busy-polls unless
- * blocking, gives up after 5 s. */
 static int with_meta; /* -m */
 
+/* -m's receive: the sender's address and room for the GRO segment size
+ * (a cmsg), as a RoCE receiver asks for them. */
 static ssize_t recv_meta(int fd, char *buf, size_t want, int flags)
 {
 	struct sockaddr_storage from;
@@ -50,6 +49,9 @@ static ssize_t recv_meta(int fd, char *buf, size_t want, int flags)
 	return recvmsg(fd, &mh, flags);
 }
 
+/* Receive one message (want bytes: one datagram, or with -a the two of a
+ * GSO send, which GRO hands over as one buffer); busy-polls unless
+ * blocking, gives up after 5 s. */
 static int recv_one(int fd, char *buf, size_t want, int blocking)
 {
 	double end = now_us() + 5e6;
