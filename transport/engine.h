@@ -66,6 +66,7 @@ struct srn_engine {
 	uint64_t roce_fail_ns;       /* last takeover try that lost the bind */
 	unsigned int roce_fails;     /* tries in a row that could not watch the holder */
 	int epfd, tfd, efd;          /* epoll, timerfd, stop eventfd */
+	int kfd;                     /* eventfd: a CQ was armed (srn_transport_cq_armed) */
 	pthread_t thread;
 	bool thread_running;
 

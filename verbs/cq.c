@@ -564,6 +564,7 @@ int srn_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	 * With a full fence on both sides one of us sees the other. */
 	atomic_store(&cq->ring->armed, a);
 	pthread_mutex_unlock(&cq->lock);
+	srn_transport_cq_armed(srn_ctx(cq->ibv.context));
 	return 0;
 }
 

@@ -442,6 +442,10 @@ void srn_transport_kick_rq(struct srn_qp *qp);
  * chance to run inline (receive and process packets) instead of waiting.
  * now: CLOCK_MONOTONIC ns, just read by the caller. */
 void srn_transport_progress(struct srn_context *ctx, uint64_t now);
+/* A CQ of ctx was armed (ibv_req_notify_cq): its application is about to
+ * wait for an event, not poll; the engine, if it left the socket to a
+ * poller, takes it back now. */
+void srn_transport_cq_armed(struct srn_context *ctx);
 
 /* Multicast membership of this context changed (verbs/mcast.c calls,
  * with ctx->lock held, so the hook must not take it): join when the
