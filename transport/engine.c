@@ -740,6 +740,11 @@ enum {
 	 * also the inbox's reader when the application stops: shorter. */
 	ENGINE_DEFER_MAX_NS = 4000 * 1000,
 	ENGINE_DEFER_FLOOR_NS = 1000 * 1000,
+	/* Only for applications that never left packets to a step's end
+	 * in the last ENGINE_FOUND_RECENT_NS: one that spins on memory now
+	 * and then (UDP ib_write_lat: ~30 exchanges in 20000 waited for a
+	 * step's end, up to 4 ms each) keeps 1 ms steps. */
+	ENGINE_FOUND_RECENT_NS = 100 * 1000 * 1000,
 	ENGINE_DEFER_MAX_SHM_NS = 200 * 1000,
 	/* how long the engine waits for an application thread's receive */
 	ENGINE_RX_WAIT_NS = 5 * 1000,
@@ -750,6 +755,7 @@ struct engine_defer {
 	bool parked;                 /* sockets out of the epoll set */
 	unsigned int found_run;      /* step ends in a row that found packets
 	                              * the application left in the socket */
+	uint64_t found_ns;           /* the last such step end */
 	uint64_t since;              /* start of the current deferral */
 	uint64_t step;               /* its length */
 };
@@ -974,9 +980,14 @@ static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fr
 			return;
 		if (!watchdog && now < d->since + d->step)
 			return; /* a QP timer fired: the deferral still runs */
-		/* (the QP list is looked at only for steps past the floor) */
+		/* (the QP list is looked at only for steps past the floor;
+		 * and steps stay at the floor for ENGINE_FOUND_RECENT_NS
+		 * after one found packets the application had left: such an
+		 * application may leave the next ones too, and each waits
+		 * for a step's end) */
 		if (step > (eng->inbox ? ENGINE_DEFER_MAX_SHM_NS : ENGINE_DEFER_FLOOR_NS)) {
-			uint64_t max = defer_max_ns(eng);
+			uint64_t max = d->found_ns && now - d->found_ns < ENGINE_FOUND_RECENT_NS ?
+					       ENGINE_DEFER_FLOOR_NS : defer_max_ns(eng);
 
 			if (step > max)
 				step = max;
@@ -1002,6 +1013,9 @@ static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fr
 		 * no contention for rx_lock.) */
 		if (!app_sending(eng, now) && !app_polling(eng, now) &&
 		    engine_rx_try(eng, 0) > 0 && last + ENGINE_APP_IDLE_NS <= now) {
+			d->found_ns = now;
+			if (step > ENGINE_DEFER_FLOOR_NS)
+				step = ENGINE_DEFER_FLOOR_NS;
 			if (++d->found_run >= 2)
 				step = ENGINE_DEFER_MIN_NS;
 		} else {
