@@ -236,12 +236,17 @@ static __attribute__((unused)) struct ibv_qp *t_srq_qp(struct t_end *e, struct i
 	return qp;
 }
 
-static __attribute__((unused)) uint64_t now_ms(void)
+static __attribute__((unused)) uint64_t now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static __attribute__((unused)) uint64_t now_ms(void)
+{
+	return now_us() / 1000;
 }
 
 /* Poll cq for one completion, up to limit_ms: 0, or -1. */

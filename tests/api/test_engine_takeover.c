@@ -16,14 +16,6 @@
 
 enum { ROUNDS = 20, PINGS = 200, QUIET_LIMIT_MS = 200 };
 
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /* B, which polled until now, arms its CQ and waits for the event of A's
  * SEND.  Returns the microseconds from A's post to B's event. */
 static uint64_t send_to_waiter(struct t_end *a, struct t_end *b, int r)
