@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "transport/rc.h"
+#include "verbs/shared_rings.h"
 
 /* IBTA Table 45: RNR NAK timer codes, in units of 10 us. */
 static const uint32_t rnr_10us[32] = {
@@ -159,6 +160,18 @@ static bool psn_outstanding(struct srn_rc_state *rc, uint32_t psn)
 	       wire_psn_diff(psn, rc->req_psn) < 0;
 }
 
+/* No receive WQE posted: the peer's next request cannot complete
+ * anything here (a SEND would meet an RNR NAK). */
+static bool rq_empty(const struct srn_rc_state *rc)
+{
+	const struct srn_qp *qp = rc->qp;
+
+	if (rc->rwqe_have || qp->srq)
+		return false;
+	return !qp->rqs || atomic_load_explicit(&qp->rqs->head, memory_order_relaxed) ==
+				   atomic_load_explicit(&qp->rqs->tail, memory_order_relaxed);
+}
+
 static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 {
 	uint8_t syn = pkt->syndrome;
@@ -168,6 +181,16 @@ static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 	case 0: /* ACK */
 		rc_count(rc, SRN_CNT_comp_acks);
 		ack_upto(rc, psn);
+		/* The send queue is empty, requests came since it last was
+		 * and no receive is posted: the application converses over
+		 * one-sided operations, so it waits for the peer's next one
+		 * by looking at its memory, not by polling (see
+		 * srn_transport_progress) */
+		if (rc->qp->sq.head == rc->qp->sq.tail && rc->epsn != rc->drain_epsn &&
+		    rq_empty(rc)) {
+			rc->drain_epsn = rc->epsn;
+			rc->eng->rx_drained = true;
+		}
 		return;
 	case 1: /* RNR NAK: psn is the request that found no receive WQE */
 		if (!psn_outstanding(rc, psn))

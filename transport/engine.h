@@ -38,7 +38,7 @@
 	X(direct_vm)                                                       \
 	X(rx_forwarded)                                                    \
 	X(engine_wakes) X(engine_rx_batches) X(engine_defers) X(engine_takeovers) \
-	X(ack_held) X(roce_port_taken) X(comp_ack_handoffs)
+	X(ack_held) X(roce_port_taken) X(comp_ack_handoffs) X(engine_spin_kicks)
 
 enum srn_counter {
 #define SRN_CNT_ENUM(n) SRN_CNT_##n,
@@ -78,6 +78,11 @@ struct srn_engine {
 	int rx_poll_streak;          /* its polls in a row that found one */
 	unsigned int poll_empty_run; /* application polls in a row that found
 	                              * nothing (hooks.c; under rx_lock) */
+	/* An application thread's receive (hooks.c; under rx_lock): requests
+	 * it delivered, and whether a plain ACK emptied the send queue of a
+	 * QP that also receives requests (completer.c) */
+	uint32_t rx_reqs;
+	bool rx_drained;
 	uint8_t *rxbuf;              /* their buffers */
 
 	/* This context's QPs.  by_qpn indexes the registry's QPN space. */
@@ -150,6 +155,9 @@ int srn_engine_rx_sock(struct srn_engine *eng);
  * asks for one datagram at a time while they come one at a time.  Returns
  * the datagrams read; ENGINE_SOCK_BATCH (a full batch): more may wait. */
 int srn_engine_rx_poll(struct srn_engine *eng);
+/* A poller's receive ended with an ACK alone that emptied a conversing
+ * QP's send queue (hooks.c): the engine takes the socket back. */
+void srn_engine_kick_spin(struct srn_engine *eng);
 /* The end of this thread's receiving for now: the ACKs that full batches
  * left (srn_engine_rx_sock) go the way a batch's end sends them. */
 void srn_engine_rx_done(struct srn_engine *eng);

@@ -381,7 +381,7 @@ enum { PROGRESS_YIELD_EVERY = 32 };
 void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 {
 	struct srn_engine *eng = ctx->engine;
-	bool yield;
+	bool yield, kick;
 	int got = 0;
 
 	/* (between ibv_wr_start and ibv_wr_complete: the engine thread
@@ -418,6 +418,8 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 		}
 		eng->shm_sock_ns = now;
 	}
+	eng->rx_reqs = 0;
+	eng->rx_drained = false;
 	/* a few batches while they come full: keep up with a busy peer */
 	for (int b = 0; b < 4; b++) {
 		/* (no inbox: the socket is all there is) */
@@ -428,6 +430,7 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 			break;
 	}
 	srn_engine_rx_done(eng);
+	kick = eng->rx_drained && !eng->rx_reqs;
 	yield = !got && ++eng->poll_empty_run % PROGRESS_YIELD_EVERY == 0;
 	if (got)
 		eng->poll_empty_run = 0;
@@ -438,6 +441,17 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 					  gap > PROGRESS_SOCK_MAX_NS ? PROGRESS_SOCK_MAX_NS : gap;
 	}
 	pthread_mutex_unlock(&eng->rx_lock);
+	/* The receive ended with a plain ACK, alone, that emptied the send
+	 * queue of a QP conversing over one-sided operations (completer.c
+	 * rx_ack): the application, its WRITE complete, now waits for the
+	 * peer's by looking at its memory, as ib_write_lat does, and nobody
+	 * polls.  The peer's WRITE usually comes with that ACK; when it does
+	 * not (the peer was slow to answer), the engine must place it when it
+	 * arrives, not when its deferral step ends (up to milliseconds):
+	 * UDP ib_write_lat had ~100 exchanges in 20000 at 0.1-2 ms, average
+	 * 4.2-6.0 us for a median of 2.7 (4 runs); none now, 2.8-3.0 us. */
+	if (kick)
+		srn_engine_kick_spin(eng);
 	if (yield)
 		sched_yield();
 }

@@ -96,6 +96,7 @@ struct srn_rc_state {
 
 	/* responder (RTR) */
 	uint32_t epsn;               /* expected PSN */
+	uint32_t drain_epsn;         /* epsn when an ACK last emptied the SQ */
 	uint32_t msn;                /* message sequence number */
 	bool nak_sent;               /* sequence/RNR NAK sent for epsn */
 	uint64_t nak_at;             /* when */
