@@ -155,8 +155,10 @@ int srn_engine_rx_sock(struct srn_engine *eng);
  * asks for one datagram at a time while they come one at a time.  Returns
  * the datagrams read; ENGINE_SOCK_BATCH (a full batch): more may wait. */
 int srn_engine_rx_poll(struct srn_engine *eng);
-/* A poller's receive ended with an ACK alone that emptied a conversing
- * QP's send queue (hooks.c): the engine takes the socket back. */
+/* A poller's receive ended with an ACK alone that emptied the send queue
+ * of a QP conversing over one-sided operations (hooks.c): while the engine
+ * defers, the socket goes back in its epoll set, so the next packet wakes
+ * it (the application may now spin on its memory). */
 void srn_engine_kick_spin(struct srn_engine *eng);
 /* The end of this thread's receiving for now: the ACKs that full batches
  * left (srn_engine_rx_sock) go the way a batch's end sends them. */
