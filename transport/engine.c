@@ -767,7 +767,9 @@ static void arm_fd(struct srn_engine *eng, int fd, int op)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.fd = fd };
 
-	/* (a 4791 socket taken over while parked went in already) */
+	/* (ADD finds it in the set when a 4791 socket taken over while
+	 * parked went in already, or a poller put it back meanwhile:
+	 * srn_engine_kick_spin) */
 	if (epoll_ctl(eng->epfd, op, fd, &ev) && op == EPOLL_CTL_ADD && errno == EEXIST)
 		epoll_ctl(eng->epfd, EPOLL_CTL_MOD, fd, &ev);
 }
@@ -1486,13 +1488,10 @@ void srn_transport_cq_armed(struct srn_context *ctx)
  * traffic, rare) is left to the step's end. */
 void srn_engine_kick_spin(struct srn_engine *eng)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.fd = eng->udp.fd };
-
 	if (!atomic_load_explicit(&eng->deferring, memory_order_relaxed))
 		return;
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_spin_kicks], 1, memory_order_relaxed);
-	if (epoll_ctl(eng->epfd, EPOLL_CTL_ADD, eng->udp.fd, &ev) && errno == EEXIST)
-		epoll_ctl(eng->epfd, EPOLL_CTL_MOD, eng->udp.fd, &ev);
+	arm_fd(eng, eng->udp.fd, EPOLL_CTL_ADD);
 }
 
 void srn_engine_stop(struct srn_context *ctx)
