@@ -11,8 +11,10 @@
  * come: A's engine must place it when it arrives, not at the end of a
  * deferral step (up to milliseconds).  Checked: every number lands, and
  * the median time from B's post to A seeing it, over the slow exchanges,
- * stays under PLACE_LIMIT_US.  Over UDP the engines must also have counted
- * the poller's hand-back of the socket (engine_spin_kicks). */
+ * stays under PLACE_LIMIT_US (judged when the host had CPUs to run the
+ * engine threads: CPU_WAIT_LIMIT_MS).  Over UDP the engines must also have
+ * counted the poller's hand-back of the socket (engine_spin_kicks). */
+#include <dirent.h>
 #include <pthread.h>
 
 #include "t_rc.h"
@@ -23,6 +25,13 @@ enum {
 	DELAY_US = 300,
 	SPIN_LIMIT_MS = 200,
 	PLACE_LIMIT_US = 200,
+	/* The placement time is the engine thread's wake-up: it says
+	 * nothing when the host has no CPU to give it (under ctest -j2 next
+	 * to CPU-bound tests: medians of 2-3.6 ms, with this process's
+	 * threads waiting 1.4-1.9 s in all for a CPU during the exchanges;
+	 * 3-225 ms in runs that could be judged).  Above this the median is
+	 * only reported. */
+	CPU_WAIT_LIMIT_MS = 500,
 };
 
 struct side {
@@ -82,6 +91,34 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* Nanoseconds this process's threads (ours and the engines') have spent
+ * runnable but waiting for a CPU (/proc/self/task/N/schedstat, second
+ * field); 0 if the kernel does not say. */
+static uint64_t run_delay_ns(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *t;
+	uint64_t sum = 0;
+
+	while (d && (t = readdir(d))) {
+		char path[300];
+		unsigned long long on_cpu, waited;
+		FILE *f;
+
+		if (t->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", t->d_name);
+		f = fopen(path, "r");
+		if (f && fscanf(f, "%llu %llu", &on_cpu, &waited) == 2)
+			sum += waited;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
 static int cmp_u64(const void *x, const void *y)
 {
 	uint64_t p = *(const uint64_t *)x, q = *(const uint64_t *)y;
@@ -96,6 +133,7 @@ int main(void)
 	struct side sa = { .me = &a }, sb = { .me = &b, .slow = true };
 	uint64_t delay[EXCHANGES / DELAY_EVERY];
 	unsigned long long kicks = 0;
+	uint64_t waited;
 	struct t_log log;
 	pthread_t tb;
 	FILE *f;
@@ -118,9 +156,11 @@ int main(void)
 		printf("FAIL: connect\n");
 		return 1;
 	}
+	waited = run_delay_ns();
 	CHECK(!pthread_create(&tb, NULL, run, &sb), "thread");
 	run(&sa);
 	pthread_join(tb, NULL);
+	waited = run_delay_ns() - waited;
 	for (uint32_t i = DELAY_EVERY; i <= EXCHANGES; i += DELAY_EVERY)
 		if (seen_us[i] && posted_us[i])
 			delay[nd++] = seen_us[i] > posted_us[i] ? seen_us[i] - posted_us[i] : 0;
@@ -134,13 +174,18 @@ int main(void)
 	qsort(delay, (size_t)nd, sizeof(delay[0]), cmp_u64);
 	printf("%d WRITE exchanges, spinning on memory; %d slow answers: median %llu us, "
 	       "slowest %llu us from the post to the WRITE seen (limit %d); "
-	       "engine_spin_kicks %llu\n", EXCHANGES, nd,
+	       "engine_spin_kicks %llu; threads waited %llu us for a CPU\n", EXCHANGES, nd,
 	       nd ? (unsigned long long)delay[nd / 2] : 0ULL,
-	       nd ? (unsigned long long)delay[nd - 1] : 0ULL, PLACE_LIMIT_US, kicks);
+	       nd ? (unsigned long long)delay[nd - 1] : 0ULL, PLACE_LIMIT_US, kicks,
+	       (unsigned long long)(waited / 1000));
 	CHECK(nd == EXCHANGES / DELAY_EVERY, "slow exchanges measured: %d", nd);
-	CHECK(nd && delay[nd / 2] < PLACE_LIMIT_US,
-	      "a WRITE that came while the application spun on memory waited %llu us "
-	      "(median) to be placed", nd ? (unsigned long long)delay[nd / 2] : 0ULL);
+	if (waited / 1000000 > CPU_WAIT_LIMIT_MS)
+		printf("the host had no CPU to spare (threads waited over %d ms): placement "
+		       "time not judged\n", CPU_WAIT_LIMIT_MS);
+	else
+		CHECK(nd && delay[nd / 2] < PLACE_LIMIT_US,
+		      "a WRITE that came while the application spun on memory waited %llu us "
+		      "(median) to be placed", nd ? (unsigned long long)delay[nd / 2] : 0ULL);
 	if (udp)
 		CHECK(kicks > 0, "no poller handed the socket back to its engine");
 	printf("%s\n", failures ? "FAILED" : "ok");
