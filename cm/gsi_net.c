@@ -31,7 +31,7 @@ int cm_gsi_open(uint16_t *port)
 		return -errno;
 	setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
 	/* DF: the kernel then sends IPv4 ID 0 on this unconnected socket,
-	 * the ID our ICRC is computed with (WIRE.md); a RoCE peer checks it. */
+	 * the ID our ICRC is computed with (docs/wire.md); a RoCE peer checks it. */
 	setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&sin, &len) < 0) {

@@ -1,5 +1,5 @@
 /* net/registry: the device-wide QPN table shared by every process on the
- * host (DESIGN.md "No daemon").  One shared-memory file per device,
+ * host (docs/architecture.md).  One shared-memory file per device,
  * /dev/shm/softrnic-<devname>-v3, holds a slot per QPN saying which
  * process owns it and on which UDP port that process's engine listens.
  * Slots of dead processes (even SIGKILLed ones) are reclaimed lazily.

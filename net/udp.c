@@ -114,7 +114,7 @@ static int udp_open(struct net_udp *u, int family, const uint8_t *ip, bool fallb
 		return -errno;
 	if (family == AF_INET) {
 		/* DF: the kernel then gives unconnected sends IPv4 ID 0, the
-		 * value the ICRC is computed with (WIRE.md). */
+		 * value the ICRC is computed with (docs/wire.md). */
 		int pmtu = IP_PMTUDISC_DO;
 
 		memcpy(a.ip, ip, 4);
@@ -132,7 +132,7 @@ static int udp_open(struct net_udp *u, int family, const uint8_t *ip, bool fallb
 		setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu));
 		if (is_wildcard(ip, 16))
 			setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on));
-		/* RoCE peers send UDP checksum 0 (WIRE.md). */
+		/* RoCE peers send UDP checksum 0 (docs/wire.md). */
 		setsockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, &on, sizeof(on));
 	}
 	/* GRO: a burst of same-size packets from one peer arrives as one

@@ -42,7 +42,7 @@ int net_udp_send(struct net_udp *u, const struct net_addr *to,
 
 /* Send nseg packets of seg bytes each (the last may be shorter), laid out
  * back to back in iov, in one system call (UDP GSO).  The kernel gives the
- * segments of one send IPv4 IDs 0, 1, 2, ... (WIRE.md).  Where GSO is
+ * segments of one send IPv4 IDs 0, 1, 2, ... (docs/wire.md).  Where GSO is
  * refused it falls back to one datagram per segment, seg_iov[k] being the
  * index in iov where segment k starts.  0, -EAGAIN or another -errno. */
 int net_udp_send_segs(struct net_udp *u, const struct net_addr *to,

@@ -1,4 +1,4 @@
-/* transport/direct: the same-host direct path (DESIGN.md "Same host").
+/* transport/direct: the same-host direct path (docs/same-host.md).
  * When an RC QP's destination QP lives in a process on this host (or in
  * this one), the initiator executes RDMA WRITE, READ and atomics itself on
  * the target's memory, mapped through the target's memfd (or with

@@ -1,5 +1,5 @@
 /* transport/direct_send: a SEND to a same-host QP delivered by the sender
- * (DESIGN.md "Same host"): it takes the oldest receive WQE the target
+ * (docs/same-host.md): it takes the oldest receive WQE the target
  * posted, copies the message into that WQE's buffers and adds the
  * completion to the target's receive CQ, all in the target's rings
  * (verbs/shared_rings.h) mapped here.  No packet, no ACK, no work for the

@@ -83,7 +83,7 @@ int rc_sge_map_cached(struct srn_rc_state *rc, struct srn_pd *pd, const struct i
  * pointing into registered memory, and leave in UDP_SEGMENT (GSO) sends:
  * one per ~60 KiB instead of one per packet.  Each is a complete RoCE
  * packet whose ICRC uses its index in its send as IPv4 ID, which is what
- * the kernel gives GSO segments (WIRE.md).  GSO wants equal segments
+ * the kernel gives GSO segments (docs/wire.md).  GSO wants equal segments
  * except the last, so a packet of another size starts a new send (a
  * group); the groups of a batch leave together in one sendmmsg (an RDMA
  * WRITE's first packet, with its RETH, is longer than the rest: without

@@ -1,6 +1,6 @@
 /* verbs/mr_dir: a context's MR directory, published in shared memory so
  * that a same-host peer can check an rkey and reach the memory itself
- * (DESIGN.md "Same host"; the shared-memory path of transport/direct.c).
+ * (docs/same-host.md; the shared-memory path of transport/direct.c).
  *
  * One file per context, /dev/shm/softrnic-mrdir-<pid>-<nonce> (nonce:
  * srn_context.mrdir_nonce, random), written only by its owner, mapped

@@ -1,4 +1,4 @@
-/* Registered memory a same-host peer can map (DESIGN.md "Same host").
+/* Registered memory a same-host peer can map (docs/same-host.md).
  *
  * A peer reaches an unshared MR only with process_vm_writev/readv: one
  * system call per access (~1.2 us here).  To let it map the memory

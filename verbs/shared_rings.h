@@ -1,5 +1,5 @@
 /* verbs/shared_rings: a CQ's completions and a QP's receive queue laid
- * out so that a same-host peer can deliver a SEND itself (DESIGN.md "Same
+ * out so that a same-host peer can deliver a SEND itself (docs/same-host.md;
  * host"; transport/direct_send.c): take the oldest posted receive WQE,
  * copy the message into its buffers, add the completion to the CQ.
  *

@@ -3,7 +3,7 @@
  * Every header field is one line of WIRE_FIELDS: which header, which
  * struct wire_pkt member, where it sits (byte offset, width in bytes, bit
  * shift, mask).  Decode and encode are both generated from that list, so a
- * field cannot be read one way and written another.  Layouts: WIRE.md,
+ * field cannot be read one way and written another.  Layouts: docs/wire.md,
  * IBTA Vol 1 9.2-9.5.
  */
 #include <errno.h>

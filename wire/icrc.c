@@ -1,5 +1,5 @@
 /* ICRC: the Ethernet CRC-32 (not CRC32C) of a masked copy of the packet
- * (IBTA Vol 1 A17.3.3; facts in WIRE.md), computed with ISA-L.
+ * (IBTA Vol 1 A17.3.3; facts in docs/wire.md), computed with ISA-L.
  *
  * Covered, in order: 8 bytes of ones standing for the LRH, the IP header,
  * the UDP header, BTH .. pad.  Masked to ones: IPv4 TOS, TTL, checksum;
@@ -214,7 +214,7 @@ int wire_icrc_verify(const struct wire_l3 *l3, const uint8_t *pkt, size_t len,
 	return 0;
 }
 
-/* RoCE flow-label convention (WIRE.md): a 20-bit flow label folded to 14
+/* RoCE flow-label convention (docs/wire.md): a 20-bit flow label folded to 14
  * bits, OR 0xC000.  The label is a multiplicative hash of the QPN, so
  * neighbouring QPs spread over ports (and over receive queues). */
 uint16_t wire_udp_sport(uint32_t qpn)

@@ -1,6 +1,6 @@
 /* wire/mad.h: the IB CM MAD codec (IBTA Vol 1 ch. 12, "Communication
  * Management").  rdma_cm connects by exchanging 256-byte MADs as UD
- * SEND_ONLY payloads to QP1 (shared/WIRE.md "rdma_cm on the wire").
+ * SEND_ONLY payloads to QP1 (docs/wire.md "rdma_cm on the wire").
  *
  * Pure functions: no I/O, no allocation, safe on hostile input.
  *
@@ -458,7 +458,7 @@ static inline uint32_t wire_cm_flow_label(uint16_t src_port, uint16_t dst_port)
 }
 
 /* RoCEv2 UDP source port of a flow label: its low 14 bits XOR its top 6,
- * | 0xC000 (WIRE.md "Framing"). */
+ * | 0xC000 (docs/wire.md "Encapsulation"). */
 static inline uint16_t wire_cm_flow_label_sport(uint32_t fl)
 {
 	return (uint16_t)(0xc000u | ((fl & 0x3fffu) ^ ((fl >> 14) & 0x3fu)));

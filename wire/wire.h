@@ -2,7 +2,7 @@
  * every function safe on hostile input (fuzzable).
  *
  * A "RoCE packet" here is what follows the UDP header: BTH, extension
- * headers, payload, pad, ICRC.  Facts: shared/WIRE.md, IBTA Vol 1 ch. 9.
+ * headers, payload, pad, ICRC.  Facts: docs/wire.md, IBTA Vol 1 ch. 9.
  */
 #ifndef WIRE_H
 #define WIRE_H
@@ -96,7 +96,7 @@ struct wire_opcode_info {
 /* The table, indexed by the full 8-bit opcode. */
 extern const struct wire_opcode_info wire_opcodes[256];
 
-/* AETH syndromes (WIRE.md). */
+/* AETH syndromes (docs/wire.md). */
 enum {
 	WIRE_AETH_ACK = 0x00,        /* | credit count (0x1f = unlimited) */
 	WIRE_AETH_RNR_NAK = 0x20,    /* | 5-bit RNR timer code */
@@ -177,7 +177,7 @@ struct wire_l3 {
 };
 
 /* ICRC of a RoCE packet given as an iovec list covering BTH .. end of pad
- * (the ICRC itself excluded).  Masks the fields WIRE.md lists.  The value
+ * (the ICRC itself excluded).  Masks the fields docs/wire.md lists.  The value
  * is what goes on the wire little-endian in the last 4 bytes. */
 uint32_t wire_icrc(const struct wire_l3 *l3, const struct iovec *iov, int iovcnt);
 

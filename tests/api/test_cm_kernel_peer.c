@@ -52,7 +52,7 @@ enum {
 
 static const char peer_pdata[] = "hello from a kernel-like peer";
 
-/* ---- ICRC (our own CRC-32, the Ethernet one, as WIRE.md describes) ---- */
+/* ---- ICRC (our own CRC-32, the Ethernet one, as docs/wire.md describes) ---- */
 
 static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n)
 {

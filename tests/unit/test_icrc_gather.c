@@ -41,7 +41,7 @@ static void put16(uint8_t *p, uint32_t v)
 }
 
 /* The masked pseudo-packet for a RoCE packet of len bytes (ICRC
- * excluded) at pkt, as IBTA A17.3.3 / WIRE.md list the masks. */
+ * excluded) at pkt, as IBTA A17.3.3 / docs/wire.md list the masks. */
 static size_t ref_layout(uint8_t *out, const struct wire_l3 *l3, const uint8_t *pkt,
 			 size_t len)
 {

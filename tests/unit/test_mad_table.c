@@ -27,7 +27,7 @@ static const uint16_t attrs[] = {
 };
 #define NATTRS (sizeof(attrs) / sizeof(attrs[0]))
 
-/* Private data sizes from WIRE.md (and ib_cm.h's IB_CM_*_PRIVATE_DATA_SIZE). */
+/* Private data sizes from docs/wire.md (and ib_cm.h's IB_CM_*_PRIVATE_DATA_SIZE). */
 static const struct {
 	enum wire_cm_field f;
 	unsigned len;

@@ -267,7 +267,7 @@ static void check_connection(struct capture *c, unsigned ireq, uint16_t port,
 	T_CHECK(c->mads[c->recs[irep].mad].hdr.tid == tid, "REP tid differs");
 	T_CHECK(!memcmp(c->recs[irep].src, rq->dst, 4), "REP not from the REQ's target");
 	T_CHECK(rep->local_ca_guid != req->local_ca_guid, "REP from the same CA");
-	/* WIRE.md *check*: the REP carries no IP addressing header. */
+	/* checked against the vectors: the REP carries no IP addressing header. */
 	n_rep++;
 	n_rep_empty += is_zero(rep->private_data, sizeof(rep->private_data));
 	T_CHECK(is_zero(rep->private_data, sizeof(rep->private_data)),
@@ -471,10 +471,10 @@ int main(void)
 	 * every REQ of a capture must name that port in the TCP port space. */
 	check_capture("rxe-rdmacm-rping.pcap", 5, 1, 18610);
 	check_capture("rxe-rdmacm-write-bw.pcap", 12, 2, 18601);
-	printf("WIRE.md *check* lines: method SEND (0x03) in %u of %u MADs; %u of %u REPs "
+	printf("facts checked against the vectors: method SEND (0x03) in %u of %u MADs; %u of %u REPs "
 	       "carry all-zero private data (no cma header)\n", n_send, n_mads, n_rep_empty,
 	       n_rep);
 	T_CHECK(n_mads == 17 && n_send == n_mads && n_rep == 3 && n_rep_empty == n_rep,
-		"WIRE.md checks not confirmed");
+		"facts not confirmed by the vectors");
 	return t_summary();
 }

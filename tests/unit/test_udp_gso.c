@@ -2,7 +2,7 @@
  * (net_udp_send_segs) arrives as the same packets, in order, whether the
  * receiver gets them coalesced (UDP_GRO: one buffer + segment size) or one
  * by one; each packet's ICRC, computed with its index in the send as IPv4
- * ID (WIRE.md), verifies and yields that ID.  The one-by-one fallback
+ * ID (docs/wire.md), verifies and yields that ID.  The one-by-one fallback
  * (GSO refused) delivers the same.  Functional only: no timing asserts. */
 #include <errno.h>
 #include <stdio.h>

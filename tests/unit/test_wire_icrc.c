@@ -49,7 +49,7 @@ static void test_seed(void)
 	uint8_t ff[8];
 
 	memset(ff, 0xff, sizeof(ff));
-	printf("seed: CRC-32 of 8 x 0xff register is 0xdebb20e3 (WIRE.md)\n");
+	printf("seed: CRC-32 of 8 x 0xff register is 0xdebb20e3 (docs/wire.md)\n");
 	T_CHECK(crc32_gzip_refl(0, ff, 8) == ~0xdebb20e3u, "seed");
 }
 
