@@ -14,7 +14,8 @@ TEST_PKGS += valgrind
 DEMO_PKGS =
 BENCH_PKGS = iperf3 gnuplot-nox ucx-utils libfabric-bin
 
-.PHONY: all build deps deps-test deps-bench configure demo check bench fuzz clean
+.PHONY: all build deps deps-test deps-bench configure demo check bench fuzz clean \
+	install uninstall deb
 
 all: build
 
@@ -52,6 +53,22 @@ FUZZ_SECONDS ?= 300
 fuzz: deps-test
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) SRN_BUILD=$(abspath $(BUILD)) SRN_SOURCE=$(CURDIR) \
 		bash tests/e2e/fuzz_smoke.sh
+
+# make install [PREFIX=/usr/local] [DESTDIR=/staging]: the CLI to bin/, the
+# libraries to a private lib/softrnic/ (never over rdma-core's), the man
+# page and a pkg-config file.  make uninstall removes what it installed.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+uninstall:
+	@test -f $(BUILD)/install_manifest.txt || { echo "nothing installed from $(BUILD)"; exit 1; }
+	@while read -r f || [ -n "$$f" ]; do rm -fv "$(DESTDIR)$$f"; done < $(BUILD)/install_manifest.txt
+	@rmdir "$(DESTDIR)$(PREFIX)"/lib*/softrnic "$(DESTDIR)$(PREFIX)"/lib/*/softrnic 2>/dev/null || true
+
+# make deb: build/softrnic_<version>_<arch>.deb, installing under /usr.
+deb: build
+	cd $(BUILD) && cpack -G DEB
 
 clean:
 	rm -rf $(BUILD)

@@ -32,8 +32,8 @@ static int has_lib(const char *dir)
 	return access(path, R_OK) == 0;
 }
 
-/* <dir of this executable>/../lib (build tree), else ../lib/softrnic
- * (installed: kept out of the system's library path). */
+/* <dir of this executable>/../lib (build tree), else the private library
+ * directory of an installed tree, as CMake placed it relative to bin/. */
 static int find_libdir(char out[PATH_MAX])
 {
 	char exe[PATH_MAX], *dir;
@@ -45,7 +45,7 @@ static int find_libdir(char out[PATH_MAX])
 	dir = dirname(exe);
 	if (snprintf(out, PATH_MAX, "%s/../lib", dir) < PATH_MAX && has_lib(out))
 		return 0;
-	if (snprintf(out, PATH_MAX, "%s/../lib/softrnic", dir) < PATH_MAX && has_lib(out))
+	if (snprintf(out, PATH_MAX, "%s/" SRN_LIBDIR_FROM_BIN, dir) < PATH_MAX && has_lib(out))
 		return 0;
 	return -1;
 }
