@@ -11,6 +11,10 @@ TEST_PKGS = ibverbs-utils perftest rdmacm-utils iproute2 tshark
 TEST_PKGS += clang libclang-rt-14-dev
 # valgrind: the rdma_cm connect/disconnect leak check (tests/api/test_cm_leaks.c)
 TEST_PKGS += valgrind
+# The middleware and tools users run on RDMA, each driven by a test in tests/e2e/:
+# qperf, UCX (ucx_perftest), libfabric (fi_pingpong), Open MPI over UCX (with
+# its compiler wrapper for tests/mpi), rdma-core's own test suite (pyverbs).
+TEST_PKGS += qperf ucx-utils libfabric-bin openmpi-bin libopenmpi-dev python3-pyverbs
 DEMO_PKGS =
 BENCH_PKGS = iperf3 gnuplot-nox ucx-utils libfabric-bin
 
