@@ -253,13 +253,20 @@ fi
 } >"$RAW/lat.dat"
 ncol_bw=$(head -1 "$RAW/bw.dat" | awk -F'\t' '{print NF}')
 ncol_lat=$(head -1 "$RAW/lat.dat" | awk -F'\t' '{print NF}')
+# Dash type per series: the UDP path dashed, everything else solid.
+dashes() { head -1 "$1" | awk -F'\t' '{ for (i = 2; i <= NF; i++) printf "%s ", ($i ~ /\(udp\)/ ? 2 : 1) }'; }
+dt_bw=$(dashes "$RAW/bw.dat")
+dt_lat=$(dashes "$RAW/lat.dat")
 cat >"$RAW/plot.gp" <<EOF
-set terminal pngcairo size 1500,620 font ",10"
+set terminal pngcairo size 1600,760 font ",10"
 set output "$PNG.tmp"
 set datafile separator "\t"
 set datafile missing "-"
 set termoption noenhanced
-set key autotitle columnhead below font ",9"
+set key autotitle columnhead outside below center horizontal maxrows 4 font ",9" spacing 1.2
+set bmargin 8
+# One colour per series (gnuplot's default cycle has 8 and repeats).
+colors = "#1f77b4 #d62728 #2ca02c #9467bd #ff7f0e #17becf #8c564b #e377c2 #7f7f7f #bcbd22 #000000 #393b79"
 set logscale xy
 set xtics ("2" 2, "8" 8, "64" 64, "512" 512, "4K" 4096, "64K" 65536, "1M" 1048576, "8M" 8388608)
 set xrange [1.5:12000000]
@@ -268,10 +275,10 @@ set multiplot layout 1,2 title "softrnic vs baselines, $(date -u '+%Y-%m-%d'), $
 set title "bandwidth vs message size"
 set xlabel "message size (bytes)"
 set ylabel "GB/s"
-plot for [i=2:$ncol_bw] "$RAW/bw.dat" using 1:i with linespoints lw 2
+plot for [i=2:$ncol_bw] "$RAW/bw.dat" using 1:i with linespoints lw 2 lc rgb word(colors, i-1) dt int(word("$dt_bw", i-1))
 set title "latency vs message size (one way; READ excluded)"
 set ylabel "us"
-plot for [i=2:$ncol_lat] "$RAW/lat.dat" using 1:i with linespoints lw 2 pt 7
+plot for [i=2:$ncol_lat] "$RAW/lat.dat" using 1:i with linespoints lw 2 pt 7 lc rgb word(colors, i-1) dt int(word("$dt_lat", i-1))
 unset multiplot
 EOF
 if gnuplot "$RAW/plot.gp" >"$RAW/plot.log" 2>&1 && [ -s "$PNG.tmp" ]; then

@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # The benchmark suite (issue 6): softrnic under Debian's perftest on srn_lo,
 # on both transport paths, and the baselines it is judged against, in one
-# run on one machine.  Writes bench/results/latest.md (tables, ratios,
-# targets met or not; medians of 3), bench/results/latest.png (bandwidth
-# and latency vs message size) and the raw outputs under bench/results/raw/.
+# run on one machine.  Writes latest.md (tables, ratios, targets met or
+# not; medians of 3), latest.png (bandwidth and latency vs message size)
+# and the raw outputs under raw/, into BUILD/bench-results/; with --update
+# into the tracked bench/results/ instead, to record a run in git.
 #
-# Usage: bench/run.sh [--quick] [--reps N] [--help]
+# Usage: bench/run.sh [--quick] [--reps N] [--update] [--help]
 #   --quick   one size per test and one repetition (for development)
 #   --reps N  repetitions per figure (default 3; the median is reported)
+#   --update  write the report into bench/results/ (tracked)
 # Env: SRN_BUILD (build dir, default ./build), BENCH_BUDGET (seconds after
 # which remaining softrnic runs are skipped, default 540).
 set -u
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${SRN_BUILD:-$SRC/build}
 BIN=$BUILD/bin
-OUT=$SRC/bench/results
-RAW=$OUT/raw
+OUT=$BUILD/bench-results
 SOFTRNIC=$BIN/softrnic
 QUICK=0
 REPS=3
@@ -25,12 +26,14 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1; REPS=1 ;;
 	--reps) REPS=$2; shift ;;
-	-h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--update) OUT=$SRC/bench/results ;;
+	-h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench: unknown option $1 (try --help)" >&2; exit 2 ;;
 	esac
 	shift
 done
 
+RAW=$OUT/raw
 . "$SRC/bench/lib.sh"
 trap 'b_cleanup' EXIT
 trap 'echo; echo "bench: interrupted"; exit 130' INT TERM
