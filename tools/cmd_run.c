@@ -130,7 +130,14 @@ static int run_run(int argc, char **argv)
 		switch (c) {
 		case 'D': setenv("SOFTRNIC_DEVICES", optarg, 1); break;
 		case 'L': setenv("SOFTRNIC_LOG", optarg, 1); break;
-		case 'P': setenv("SOFTRNIC_PCAP", optarg, 1); break;
+		case 'P':
+			/* "--pcap -- CMD" would capture into a file named "--". */
+			if (optarg[0] == '-' || !optarg[0]) {
+				cli_err("run: --pcap needs a FILE, not '%s'", optarg);
+				return 2;
+			}
+			setenv("SOFTRNIC_PCAP", optarg, 1);
+			break;
 		case 'h': run_usage(stdout); return 0;
 		default: run_usage(stderr); return 2;
 		}

@@ -1390,8 +1390,14 @@ int srn_engine_start(struct srn_context *ctx)
 	pthread_mutex_init(&eng->qps_lock, NULL);
 	pthread_mutex_init(&eng->timer_lock, NULL);
 
-	if (pcap && *pcap && !net_pcap_enabled())
-		net_pcap_open(pcap);
+	if (pcap && *pcap && !net_pcap_enabled()) {
+		static atomic_flag warned = ATOMIC_FLAG_INIT;
+
+		ret = net_pcap_open(pcap);
+		if (ret && !atomic_flag_test_and_set(&warned))
+			fprintf(stderr, "softrnic: SOFTRNIC_PCAP=%s: %s; not capturing\n", pcap,
+				strerror(-ret));
+	}
 
 	eng->msgs = calloc(ENGINE_SOCK_BATCH, sizeof(*eng->msgs));
 	eng->rxbuf = malloc((size_t)ENGINE_SOCK_BATCH * ENGINE_BUF);

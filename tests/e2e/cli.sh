@@ -68,6 +68,14 @@ libdir=$(cut -d: -f1 "$o")
 	t_fail "run: lib dir holds libibverbs.so.1 ($libdir)"
 expect "run: options set SOFTRNIC_*" 0 "$SOFTRNIC" run --devices lo --log debug -- sh -c 'echo "$SOFTRNIC_DEVICES $SOFTRNIC_LOG"'
 has "run: --devices/--log exported" "$o" '^lo debug$'
+expect "run: --pcap without a FILE" 2 "$SOFTRNIC" run --pcap -- true
+has "run: --pcap names what is wrong" "$e" "needs a FILE, not '--'"
+[ ! -e -- ] && t_pass "run: no file named -- written" || { rm -f -- --; t_fail "run: no file named -- written"; }
+if command -v ibv_devinfo >/dev/null 2>&1; then
+	expect "run: a capture path that cannot be opened still runs" 0 \
+		"$SOFTRNIC" run --pcap /nonexistent-dir/x.pcap -- ibv_devinfo -d srn_lo
+	has "run: the bad capture path is reported" "$e" 'SOFTRNIC_PCAP=/nonexistent-dir/x.pcap: No such file or directory; not capturing'
+fi
 expect "run: SOFTRNIC_* passes through" 0 env SOFTRNIC_FOO=bar "$SOFTRNIC" run -- sh -c 'echo "$SOFTRNIC_FOO"'
 has "run: SOFTRNIC_FOO kept" "$o" '^bar$'
 expect "run: CMD's own options untouched" 0 "$SOFTRNIC" run sh -c 'echo "$0" -x' arg0
