@@ -86,7 +86,12 @@ static int rtr_attr(struct cm_id *c, struct ibv_qp_attr *a, int *mask)
 	a->dest_qp_num = c->remote_qpn;
 	a->rq_psn = c->rq_psn;
 	a->max_dest_rd_atomic = c->responder_resources;
-	a->min_rnr_timer = 12; /* 0.64 ms, as Linux's CM */
+	/* 0: 655.36 ms, what the kernel's CM gives every RC connection
+	 * (cm_init_qp_rtr_attr).  A peer whose SENDs meet no receive then
+	 * waits that long per retry, so rnr_retry_count 5 spans seconds, not
+	 * milliseconds: applications written against Linux post a receive
+	 * late within that span. */
+	a->min_rnr_timer = 0;
 	a->ah_attr.is_global = 1;
 	a->ah_attr.port_num = 1;
 	a->ah_attr.grh.dgid = c->id.route.addr.addr.ibaddr.dgid;
