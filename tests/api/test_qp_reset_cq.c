@@ -9,8 +9,14 @@
  *    moved to another PD (ibv_rereg_mr), a's SEND ends in
  *    IBV_WC_REM_OP_ERR with a's posted receive flushed behind it; both
  *    QPs through RESET back to RTS, the MR back to b's PD: the SEND and
- *    the answer complete with success, no stale flush first. */
+ *    the answer complete with success, no stale flush first;
+ *  - concurrent: while b's thread SENDs 2000 messages into a (by default
+ *    its thread writes the completions into a's CQ itself), the main
+ *    thread polls that CQ and takes a bystander QP on it through
+ *    INIT, a flushed receive, ERR and RESET again and again: every one
+ *    of a's receives completes, with success, none lost to a reset. */
 #include <errno.h>
+#include <pthread.h>
 #include "t_rc.h"
 
 #define MSG_LEN 64
@@ -199,11 +205,96 @@ static void remote_err_then_reset(void)
 		ibv_dealloc_pd(other);
 }
 
+enum { N_SENDS = 2000, RECV_DEPTH = 128 };
+
+struct sender {
+	struct t_end *b;
+	int ok;                      /* SENDs completed with success */
+};
+
+static void *send_all(void *arg)
+{
+	struct sender *sd = arg;
+	struct ibv_wc wc;
+
+	for (int k = 0; k < N_SENDS; k++) {
+		if (post_send(sd->b, IBV_WR_SEND, 0, 8, 0, 0, 0, (uint64_t)k) ||
+		    t_wait(sd->b->cq, &wc) || wc.status != IBV_WC_SUCCESS)
+			break;
+		sd->ok++;
+	}
+	return NULL;
+}
+
+static void resets_while_peer_completes(void)
+{
+	struct t_end a, b;
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct sender sd = { .b = &b };
+	struct ibv_sge sge;
+	struct ibv_recv_wr crw = { .wr_id = 99, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_wc wc[16];
+	struct ibv_qp *c;
+	pthread_t th;
+	int got = 0, bad_wc = 0, c_seen = 0, cycles = 0;
+	uint64_t end;
+
+	if (t_end_init(&a) || t_end_init(&b))
+		die_skip();
+	connect_pair(&a, &b);
+	qa.send_cq = qa.recv_cq = a.cq;
+	c = ibv_create_qp(a.pd, &qa);
+	if (!c)
+		die_skip();
+	sge = (struct ibv_sge){ (uintptr_t)a.buf + RECV_OFF, 8, a.mr->lkey };
+	for (int k = 0; k < RECV_DEPTH; k++)
+		CHECK(!post_recv(&a, RECV_OFF, 8, 1000), "a: receive");
+	if (pthread_create(&th, NULL, send_all, &sd)) {
+		printf("SKIP: pthread_create\n");
+		exit(77);
+	}
+	end = now_ms() + 30000;
+	while (got < N_SENDS && now_ms() < end) {
+		int n;
+
+		to_init(c);
+		CHECK(!ibv_post_recv(c, &crw, &bad), "c: receive");
+		to_state(c, IBV_QPS_ERR, "c to ERR");
+		n = ibv_poll_cq(a.cq, 16, wc);
+		to_state(c, IBV_QPS_RESET, "c to RESET");
+		cycles++;
+		for (int i = 0; i < n; i++) {
+			if (wc[i].qp_num == c->qp_num) {
+				c_seen++;
+				bad_wc += wc[i].status != IBV_WC_WR_FLUSH_ERR;
+				continue;
+			}
+			bad_wc += wc[i].qp_num != a.qp->qp_num || wc[i].status != IBV_WC_SUCCESS;
+			got++;
+			CHECK(!post_recv(&a, RECV_OFF, 8, 1000), "a: receive again");
+		}
+	}
+	pthread_join(th, NULL);
+	CHECK(got == N_SENDS && sd.ok == N_SENDS && bad_wc == 0,
+	      "%d of %d receives completed on a (%d SENDs succeeded), %d wrong completions; "
+	      "%d resets of the bystander, %d of its flushes polled before one",
+	      got, N_SENDS, sd.ok, bad_wc, cycles, c_seen);
+	printf("concurrent resets: %d receives, %d resets, %d bystander flushes polled: %s\n",
+	       got, cycles, c_seen, failures ? "FAIL" : "ok");
+	ibv_destroy_qp(c);
+	t_end_fini(&a);
+	t_end_fini(&b);
+}
+
 int main(void)
 {
-	alarm(60);
+	alarm(90);
 	local_err_then_reset();
 	remote_err_then_reset();
+	resets_while_peer_completes();
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;
 }
