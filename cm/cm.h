@@ -246,5 +246,10 @@ int cm_qp_to_rtr(struct cm_id *c);   /* 0 or positive errno */
 int cm_qp_to_rts(struct cm_id *c);
 void cm_qp_to_err(struct cm_id *c);
 struct ibv_pd *cm_default_pd(struct ibv_context *ctx);
+/* c is on device ctx now (NULL: not yet): id.verbs, id.port_num, and
+ * unless it has one, id.pd = the device's shared PD (librdmacm sets all
+ * three once an id has a device; applications use id->pd before any
+ * QP exists). */
+void cm_id_set_device(struct cm_id *c, struct ibv_context *ctx);
 
 #endif

@@ -180,9 +180,8 @@ void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from, const ui
 	c->id.route.addr.dst_sin.sin_family = AF_INET;
 	memcpy(&c->id.route.addr.dst_sin.sin_addr, &h.src[12], 4);
 	c->id.route.addr.dst_sin.sin_port = htons(h.src_port);
-	c->id.verbs = l->id.verbs ? l->id.verbs : cm_device_for_ip(dst);
-	c->id.port_num = 1;
 	c->id.pd = l->ep_pd;
+	cm_id_set_device(c, l->id.verbs ? l->id.verbs : cm_device_for_ip(dst));
 	cm_id_fill_gids(c);
 	cm_fill_path(c, r->path_mtu);
 	c->path.flow_label = htonl(r->primary_flow_label);

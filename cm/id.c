@@ -234,8 +234,7 @@ int cm_id_bind_locked(struct cm_id *c, const struct sockaddr *addr)
 	c->id.route.addr.src_sin.sin_family = AF_INET;
 	memcpy(&c->id.route.addr.src_sin.sin_addr, ip, 4);
 	c->id.route.addr.src_sin.sin_port = htons(port);
-	c->id.verbs = ctx;
-	c->id.port_num = ctx ? 1 : 0;
+	cm_id_set_device(c, ctx);
 	cm_id_fill_gids(c);
 	c->state = CM_BOUND;
 	return 0;
@@ -339,12 +338,11 @@ SRN_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 		err = -cm_route_src((const uint8_t *)&((struct sockaddr_in *)dst_addr)->sin_addr, ip);
 		if (err)
 			goto out;
-		c->id.verbs = cm_device_for_ip(ip);
+		cm_id_set_device(c, cm_device_for_ip(ip));
 		if (!c->id.verbs) {
 			err = EADDRNOTAVAIL;
 			goto out;
 		}
-		c->id.port_num = 1;
 		memcpy(&c->id.route.addr.src_sin.sin_addr, ip, 4);
 	}
 	memcpy(&c->id.route.addr.dst_sin, dst_addr, sizeof(struct sockaddr_in));

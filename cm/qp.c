@@ -5,6 +5,7 @@
  * <rdma/rdma_verbs.h> use id->send_cq / recv_cq and their channels). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <rdma/rdma_verbs.h>
 #include <string.h>
@@ -13,29 +14,45 @@
 #include "cm/devices.h"
 #include "verbs/export.h"
 
-/* One default PD per device, for ids that were given none. */
+/* One PD per device, shared by every id on it that was given none, as
+ * librdmacm's device PD is (an MR registered on a listener's id->pd then
+ * serves the QPs of its connections).  Kept while the device's context
+ * is, for the life of the process (cm/devices.c). */
 static struct {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 } default_pds[16];
+static pthread_mutex_t default_pds_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct ibv_pd *cm_default_pd(struct ibv_context *ctx)
 {
-	for (int i = 0; i < 16; i++) {
-		if (default_pds[i].ctx == ctx)
-			return default_pds[i].pd;
-		if (!default_pds[i].ctx) {
-			struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_pd *pd = NULL;
+	int i;
 
-			if (!pd)
-				return NULL;
+	pthread_mutex_lock(&default_pds_lock);
+	for (i = 0; i < 16 && default_pds[i].ctx && default_pds[i].ctx != ctx; i++)
+		;
+	if (i == 16) {
+		errno = ENOMEM;
+	} else if (default_pds[i].ctx) {
+		pd = default_pds[i].pd;
+	} else {
+		pd = ibv_alloc_pd(ctx);
+		if (pd) {
 			default_pds[i].ctx = ctx;
 			default_pds[i].pd = pd;
-			return pd;
 		}
 	}
-	errno = ENOMEM;
-	return NULL;
+	pthread_mutex_unlock(&default_pds_lock);
+	return pd;
+}
+
+void cm_id_set_device(struct cm_id *c, struct ibv_context *ctx)
+{
+	c->id.verbs = ctx;
+	c->id.port_num = ctx ? 1 : 0;
+	if (ctx && !c->id.pd)
+		c->id.pd = cm_default_pd(ctx);
 }
 
 static int init_attr(struct cm_id *c, struct ibv_qp_attr *a, int *mask)
@@ -69,7 +86,12 @@ static int rtr_attr(struct cm_id *c, struct ibv_qp_attr *a, int *mask)
 	a->dest_qp_num = c->remote_qpn;
 	a->rq_psn = c->rq_psn;
 	a->max_dest_rd_atomic = c->responder_resources;
-	a->min_rnr_timer = 12; /* 0.64 ms, as Linux's CM */
+	/* 0: 655.36 ms, what the kernel's CM gives every RC connection
+	 * (cm_init_qp_rtr_attr).  A peer whose SENDs meet no receive then
+	 * waits that long per retry, so rnr_retry_count 5 spans seconds, not
+	 * milliseconds: applications written against Linux post a receive
+	 * late within that span. */
+	a->min_rnr_timer = 0;
 	a->ah_attr.is_global = 1;
 	a->ah_attr.port_num = 1;
 	a->ah_attr.grh.dgid = c->id.route.addr.addr.ibaddr.dgid;
@@ -283,8 +305,7 @@ SRN_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 		errno = err;
 		goto fail;
 	}
-	if (!id->pd)
-		id->pd = a.pd;
+	id->pd = a.pd; /* the QP's, as librdmacm leaves it */
 	attr->cap = a.cap;
 	attr->send_cq = a.send_cq;
 	attr->recv_cq = a.recv_cq;

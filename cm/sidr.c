@@ -101,8 +101,7 @@ void cm_sidr_req_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	c->id.route.addr.src_sin.sin_port = htons(wire_cm_service_id_port(r->service_id));
 	memcpy(&c->id.route.addr.dst_sin.sin_addr, &h.src[12], 4);
 	c->id.route.addr.dst_sin.sin_port = htons(h.src_port);
-	c->id.verbs = l->id.verbs ? l->id.verbs : cm_device_for_ip(dst);
-	c->id.port_num = 1;
+	cm_id_set_device(c, l->id.verbs ? l->id.verbs : cm_device_for_ip(dst));
 	cm_id_fill_gids(c);
 	cm_fill_path(c, 0);
 	c->remote_comm_id = r->request_id;

@@ -468,6 +468,40 @@ SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 /* ---- data path ------------------------------------------------------- */
 
+/* Hardware providers (mlx4, mlx5, hns, mthca) remove a QP's completions
+ * from its CQs when it enters RESET: a QP brought back from ERR through
+ * RESET must not hand its earlier flushed work requests to the new
+ * traffic.  The entries become skipped ones, which every poller steps
+ * over.  Reservations stop meanwhile (closed, as resize does; a peer
+ * sends packets for that moment, a local producer waits for the lock):
+ * then no slot between cons and prod can be reused under us, even if
+ * the application's pollers consume it.  Entries still being written (a
+ * same-host peer's delivery racing the reset, as a NIC's DMA would) are
+ * left alone. */
+void srn_cq_clean_qp(struct srn_cq *cq, uint32_t qpn)
+{
+	struct srn_cq_ring *r;
+	uint64_t c, p;
+	bool closed;
+
+	pthread_mutex_lock(&cq->lock);
+	r = cq->ring;
+	p = atomic_fetch_or(&r->prod, SRN_CQ_CLOSED);
+	closed = p & SRN_CQ_CLOSED;
+	p &= ~SRN_CQ_CLOSED;
+	c = atomic_load(&r->cons);
+	for (uint64_t i = c; i < p; i++) {
+		struct srn_cqe_slot *s = &r->ent[i & (cq->size - 1)];
+
+		if (atomic_load_explicit(&s->seq, memory_order_acquire) == (uint32_t)(i + 1) &&
+		    !(s->flags & SRN_CQE_SKIP) && s->wc.qp_num == qpn)
+			__atomic_store_n(&s->flags, s->flags | SRN_CQE_SKIP, __ATOMIC_RELEASE);
+	}
+	if (!closed)
+		atomic_fetch_and(&r->prod, ~SRN_CQ_CLOSED);
+	pthread_mutex_unlock(&cq->lock);
+}
+
 /* Up to n completions, oldest first: read them where they are, then claim
  * them all with one compare-and-swap of cons (no lock: see
  * shared_rings.h).  Only while a resize swaps the ring does it wait for

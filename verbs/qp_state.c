@@ -379,6 +379,12 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	qp->a.attr.cur_qp_state = next;
 	ibqp->state = next;
 	srn_transport_qp_modified(qp, old, attr_mask);
+	if (next == IBV_QPS_RESET && old != IBV_QPS_RESET) {
+		if (ibqp->send_cq)
+			srn_cq_clean_qp(srn_cq(ibqp->send_cq), ibqp->qp_num);
+		if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
+			srn_cq_clean_qp(srn_cq(ibqp->recv_cq), ibqp->qp_num);
+	}
 	srn_qp_unlock(qp);
 	return 0;
 }

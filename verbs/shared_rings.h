@@ -14,7 +14,8 @@
  * write it, then publish it by storing its sequence number; the owner
  * consumes in order.  A reserved entry that ends up unused is published
  * with SRN_CQE_SKIP and stepped over.  Setting SRN_CQ_CLOSED in prod stops
- * new reservations (resize, destroy).
+ * new reservations (resize, destroy; a moment while a QP's reset turns its
+ * completions into skipped entries).
  *
  * RQ: the owner's post_recv is the only producer (tail; each WQE's seq is
  * stored last); every taker (the owner's responder and flush, a peer)
