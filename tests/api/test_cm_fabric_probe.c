@@ -12,7 +12,10 @@
  *  - rdma_create_ep passive: bound, no device, listens;
  *  - rdma_migrate_id of a synchronous id that holds its last event (the
  *    provider's connecting endpoint): returns, and later events come on
- *    the new channel (it used to wait forever for that event's ack).
+ *    the new channel (it used to wait forever for that event's ack);
+ *  - a DREQ leaves the receiver's QP as it is until its application
+ *    disconnects (RxM's last rendezvous message can be read after the
+ *    DREQ; the QP in error flushed the send waiting for it).
  * A watchdog alarm turns a hang into a failure. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -184,6 +187,92 @@ static void migrate_sync(int port)
 	rdma_destroy_event_channel(ch);
 }
 
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	double end = t_now() + 5;
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, wc)) == 0 && t_now() < end)
+		;
+	return n;
+}
+
+static void dreq_keeps_qp(int port)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel(), *cch = rdma_create_event_channel();
+	struct sockaddr_in a = t_cm_loopback(port + 1);
+	struct rdma_cm_id *l = NULL, *c = NULL, *s = NULL;
+	struct rdma_cm_event *ev;
+	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
+	char sbuf[8] = "dreq-ok", rbuf[8] = { 0 };
+	struct ibv_mr *smr = NULL, *rmr = NULL;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_wc wc;
+	int ok;
+
+	ok = sch && cch && rdma_create_id(sch, &l, NULL, RDMA_PS_TCP) == 0 &&
+	     rdma_bind_addr(l, (struct sockaddr *)&a) == 0 && rdma_listen(l, 2) == 0 &&
+	     rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0 &&
+	     rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000) == 0 &&
+	     t_cm_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED, 5000, NULL) == 0 &&
+	     rdma_resolve_route(c, 2000) == 0 &&
+	     t_cm_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000, NULL) == 0 &&
+	     t_cm_make_qp(c, 4) == 0 && rdma_connect(c, &cp) == 0 &&
+	     t_cm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &ev) == 0;
+	T_OK(ok, "in-process connect: CONNECT_REQUEST");
+	if (!ok)
+		goto out;
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	rmr = t_cm_make_qp(s, 4) == 0 ? ibv_reg_mr(s->qp->pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	smr = ibv_reg_mr(c->qp->pd, sbuf, sizeof(sbuf), 0);
+	ok = rmr && smr;
+	if (ok) {
+		struct ibv_sge rs = { (uintptr_t)rbuf, sizeof(rbuf), rmr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 }, *rbad;
+
+		ok = ibv_post_recv(s->qp, &rw, &rbad) == 0 && rdma_accept(s, &cp) == 0 &&
+		     t_cm_expect(cch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL) == 0 &&
+		     t_cm_expect(sch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL) == 0;
+	}
+	T_OK(ok, "accepted, both ESTABLISHED");
+	if (!ok)
+		goto out;
+	{
+		struct ibv_sge ss = { (uintptr_t)sbuf, sizeof(sbuf), smr->lkey };
+		struct ibv_send_wr sw = { .wr_id = 2, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+
+		T_OK(ibv_post_send(c->qp, &sw, &sbad) == 0 && poll_one(c->send_cq, &wc) == 1 &&
+		     wc.status == IBV_WC_SUCCESS, "the client's SEND completes");
+	}
+	T_OK(rdma_disconnect(c) == 0 && t_cm_expect(sch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL) == 0,
+	     "client rdma_disconnect: DISCONNECTED on the server");
+	T_OK(ibv_query_qp(s->qp, &qa, IBV_QP_STATE, &qi) == 0 && qa.qp_state == IBV_QPS_RTS,
+	     "the server's QP is still RTS after the DREQ (state %d)", (int)qa.qp_state);
+	T_OK(poll_one(s->recv_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
+	     !memcmp(rbuf, sbuf, sizeof(sbuf)), "the SEND sent before the DREQ landed (status %d)",
+	     (int)wc.status);
+	T_OK(rdma_disconnect(s) == 0 && ibv_query_qp(s->qp, &qa, IBV_QP_STATE, &qi) == 0 &&
+	     qa.qp_state == IBV_QPS_ERR, "the server's own rdma_disconnect: QP in error");
+out:
+	if (smr)
+		ibv_dereg_mr(smr);
+	if (rmr)
+		ibv_dereg_mr(rmr);
+	if (s)
+		t_cm_close_id(s);
+	if (c)
+		t_cm_close_id(c);
+	if (l)
+		rdma_destroy_id(l);
+	if (sch)
+		rdma_destroy_event_channel(sch);
+	if (cch)
+		rdma_destroy_event_channel(cch);
+}
+
 int main(void)
 {
 	int port;
@@ -196,5 +285,6 @@ int main(void)
 	bind_loopback(port);
 	passive_ep(port);
 	migrate_sync(port);
+	dreq_keeps_qp(port);
 	return t_summary();
 }
