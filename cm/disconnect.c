@@ -1,5 +1,6 @@
 /* Disconnection (IBTA 12.9.7): rdma_disconnect sends a DREQ and moves the
- * QP to error; the peer answers DREP and both sides report DISCONNECTED,
+ * QP to error; the peer answers DREP (its QP goes to error when its
+ * application disconnects too) and both sides report DISCONNECTED,
  * then TIMEWAIT_EXIT after the time wait.  Crossing DREQs, repeats and
  * DREQs for connections already gone are all answered with a DREP. */
 #include <arpa/inet.h>
@@ -105,12 +106,15 @@ void cm_dreq_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	}
 	c->tid = m->hdr.tid;
 	cm_send_reply(c, &rep);
+	/* The QP stays as it is until the application disconnects or
+	 * destroys it, as with Linux's rdma_cm: what the peer sent before its
+	 * DREQ still lands (its packets come through the engine's socket and
+	 * may be read after this MAD). */
 	switch (c->state) {
 	case CM_ESTABLISHED:
 	case CM_REP_SENT:
 	case CM_DREQ_SENT:
 		c->mad_pending = false;
-		cm_qp_to_err(c);
 		c->state = CM_TIMEWAIT;
 		cm_post_disconnected(c);
 		break;

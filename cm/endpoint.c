@@ -34,68 +34,102 @@ SRN_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
 	}
 }
 
-/* Returns 0, a getaddrinfo EAI_* code (as rdma-core passes them on), or
- * -1 with errno. */
-SRN_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
-				const struct rdma_addrinfo *hints,
-				struct rdma_addrinfo **res)
+/* The getaddrinfo(3) hints an rdma_addrinfo's hints stand for.  softrnic's
+ * devices are IPv4 only, so an unspecified family asks for IPv4. */
+static void to_ai_hints(const struct rdma_addrinfo *hints, struct addrinfo *h)
 {
-	struct addrinfo h = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
-	struct rdma_addrinfo *r;
-	int flags = hints ? hints->ai_flags : 0, ret;
+	memset(h, 0, sizeof(*h));
+	h->ai_family = hints && hints->ai_family ? hints->ai_family : AF_INET;
+	h->ai_socktype = hints && hints->ai_qp_type == IBV_QPT_UD ? SOCK_DGRAM : SOCK_STREAM;
+	if (hints && (hints->ai_flags & RAI_NUMERICHOST))
+		h->ai_flags |= AI_NUMERICHOST;
+	if (hints && (hints->ai_flags & RAI_PASSIVE))
+		h->ai_flags |= AI_PASSIVE;
+}
 
-	if (!res || (!node && !service && !(hints && hints->ai_src_addr))) {
-		errno = EINVAL;
-		return -1;
-	}
-	h.ai_family = hints && hints->ai_family ? hints->ai_family : AF_INET;
+/* node or service named: the first address getaddrinfo gives, as the
+ * source of a passive endpoint or the destination of an active one. */
+static int resolve_name(const char *node, const char *service,
+			const struct rdma_addrinfo *hints, struct rdma_addrinfo *r)
+{
+	struct addrinfo h, *ai = NULL;
+	struct sockaddr **addr;
+	socklen_t *len;
+	int ret;
+
+	to_ai_hints(hints, &h);
 	if (h.ai_family == AF_IB) {
 		errno = EAFNOSUPPORT;
 		return -1;
 	}
-	if (flags & RAI_NUMERICHOST)
-		h.ai_flags |= AI_NUMERICHOST;
-	if (flags & RAI_PASSIVE)
-		h.ai_flags |= AI_PASSIVE;
+	ret = getaddrinfo(node, service, &h, &ai);
+	if (ret)
+		return ret;
+	r->ai_flags = (h.ai_flags & AI_PASSIVE) ? RAI_PASSIVE : 0;
+	r->ai_family = ai->ai_family;
+	r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type :
+			(ai->ai_socktype == SOCK_DGRAM ? IBV_QPT_UD : IBV_QPT_RC);
+	r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space :
+			   (r->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP);
+	addr = r->ai_flags ? &r->ai_src_addr : &r->ai_dst_addr;
+	len = r->ai_flags ? &r->ai_src_len : &r->ai_dst_len;
+	*addr = dup_addr(ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	if (!*addr) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+/* Returns 0, a getaddrinfo EAI_* code (as rdma-core passes them on), or
+ * -1 with errno.  With neither node nor service the hints are the answer:
+ * their flags, family, QP type, port space and addresses (libfabric's verbs
+ * provider asks so with the destination it learnt from its peer). */
+SRN_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
+				const struct rdma_addrinfo *hints,
+				struct rdma_addrinfo **res)
+{
+	struct rdma_addrinfo *r;
+	int ret = 0;
+
+	if (!res || (!node && !service && !hints)) {
+		errno = EINVAL;
+		return -1;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		errno = ENOMEM;
 		return -1;
 	}
-	r->ai_flags = flags;
-	r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
-	r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space :
-			   (r->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP);
 	if (node || service) {
-		ret = getaddrinfo(node, service, &h, &ai);
-		if (ret) {
-			free(r);
-			return ret;
-		}
-		r->ai_family = ai->ai_family;
-		if (flags & RAI_PASSIVE) {
-			r->ai_src_addr = dup_addr(ai->ai_addr, ai->ai_addrlen);
-			r->ai_src_len = ai->ai_addrlen;
-		} else {
-			r->ai_dst_addr = dup_addr(ai->ai_addr, ai->ai_addrlen);
-			r->ai_dst_len = ai->ai_addrlen;
-		}
-		freeaddrinfo(ai);
-		if (!r->ai_src_addr && !r->ai_dst_addr) {
-			rdma_freeaddrinfo(r);
-			errno = ENOMEM;
-			return -1;
+		ret = resolve_name(node, service, hints, r);
+	} else {
+		r->ai_flags = hints->ai_flags;
+		r->ai_family = hints->ai_family;
+		r->ai_qp_type = hints->ai_qp_type;
+		r->ai_port_space = hints->ai_port_space;
+		if (hints->ai_dst_len && hints->ai_dst_addr) {
+			r->ai_dst_addr = dup_addr(hints->ai_dst_addr, hints->ai_dst_len);
+			r->ai_dst_len = hints->ai_dst_len;
+			if (!r->ai_dst_addr) {
+				errno = ENOMEM;
+				ret = -1;
+			}
 		}
 	}
-	if (hints && hints->ai_src_addr && !r->ai_src_addr) {
+	if (!ret && !r->ai_src_len && hints && hints->ai_src_len && hints->ai_src_addr) {
 		r->ai_src_addr = dup_addr(hints->ai_src_addr, hints->ai_src_len);
 		r->ai_src_len = hints->ai_src_len;
-		if (!r->ai_family)
-			r->ai_family = hints->ai_src_addr->sa_family;
+		if (!r->ai_src_addr) {
+			errno = ENOMEM;
+			ret = -1;
+		}
 	}
-	if (hints && hints->ai_dst_addr && !r->ai_dst_addr) {
-		r->ai_dst_addr = dup_addr(hints->ai_dst_addr, hints->ai_dst_len);
-		r->ai_dst_len = hints->ai_dst_len;
+	if (ret) {
+		rdma_freeaddrinfo(r);
+		return ret;
 	}
 	*res = r;
 	return 0;

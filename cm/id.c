@@ -207,6 +207,15 @@ SRN_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	return 0;
 }
 
+/* Linux's rdma_cm binds a loopback address as it binds the wildcard: the
+ * id gets no device until it resolves a destination or a connection comes
+ * in.  libfabric's verbs provider relies on it: it probes "localhost" and,
+ * given a device, would keep only that device's domains. */
+static bool ip_is_loopback(const uint8_t ip[4])
+{
+	return ip[0] == 127;
+}
+
 int cm_id_bind_locked(struct cm_id *c, const struct sockaddr *addr)
 {
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
@@ -221,7 +230,7 @@ int cm_id_bind_locked(struct cm_id *c, const struct sockaddr *addr)
 	if (c->state != CM_IDLE)
 		return EINVAL;
 	memcpy(ip, &sin->sin_addr, 4);
-	if (memcmp(ip, any, 4)) {
+	if (memcmp(ip, any, 4) && !ip_is_loopback(ip)) {
 		ctx = cm_device_for_ip(ip);
 		if (!ctx)
 			return EADDRNOTAVAIL;
@@ -332,13 +341,19 @@ SRN_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 		goto out;
 	}
 	if (!c->id.verbs) {
-		/* Bound to the wildcard: pick the source toward dst now. */
+		/* Bound to the wildcard: pick the source toward dst now; bound
+		 * to a loopback address: that address's device, if there is one. */
 		uint8_t ip[4];
 
-		err = -cm_route_src((const uint8_t *)&((struct sockaddr_in *)dst_addr)->sin_addr, ip);
-		if (err)
-			goto out;
-		cm_id_set_device(c, cm_device_for_ip(ip));
+		memcpy(ip, cm_src_ip(c), 4);
+		if (ip_is_loopback(ip))
+			cm_id_set_device(c, cm_device_for_ip(ip));
+		if (!c->id.verbs) {
+			err = -cm_route_src((const uint8_t *)&((struct sockaddr_in *)dst_addr)->sin_addr, ip);
+			if (err)
+				goto out;
+			cm_id_set_device(c, cm_device_for_ip(ip));
+		}
 		if (!c->id.verbs) {
 			err = EADDRNOTAVAIL;
 			goto out;
@@ -490,6 +505,12 @@ SRN_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel 
 		channel = rdma_create_event_channel();
 		if (!channel)
 			return -1;
+	}
+	/* A synchronous id keeps its last event until the next call: this
+	 * call is the next one (else the wait for acks below never ends). */
+	if (c->sync && id->event) {
+		rdma_ack_cm_event(id->event);
+		id->event = NULL;
 	}
 	nw = cm_chan(channel);
 	pthread_mutex_lock(&cm_lock);
