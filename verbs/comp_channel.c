@@ -9,17 +9,36 @@
  * of the pipe (/proc/PID/fd/N, transport/direct_send.c), one wake-up
  * where the doorbell to our engine took two.  It marks the CQ's ring
  * (peer_fired) first; ibv_get_cq_event turns such marks into events
- * (srn_cq_collect_fired) and drains bytes no event stands for. */
+ * (srn_cq_collect_fired) and drains bytes no event stands for.
+ *
+ * ibv_get_cq_event sleeps in read() on the pipe, as rdma-core's sleeps in
+ * read() on its kernel fd: a signal handler installed without SA_RESTART
+ * ends the wait with EINTR (qperf's test timer relies on it), one with
+ * SA_RESTART does not.  poll() could not tell the two apart.  The byte
+ * that read takes is put back while events remain, and every other read
+ * goes through a second, non-blocking opening of the pipe (rfd_nb), so it
+ * can never sleep while a waiter holds the only byte. */
 #include "verbs/datapath.h"
 #include "verbs/export.h"
 
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 enum { CHAN_DRAIN = 256 }; /* bytes read at once (peers' wakes included) */
+
+/* A second opening of the pipe's read end, with its own O_NONBLOCK (the
+ * application's flags on fd stay its own); -1 without /proc. */
+static int chan_open_nonblocking(int fd)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+}
 
 /* A new channel on context.  NULL + errno on failure. */
 SRN_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
@@ -51,6 +70,7 @@ SRN_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 		ch->ibv.fd = p[0];
 		ch->wfd = p[1];
 		ch->ino = (uint64_t)st.st_ino;
+		ch->rfd_nb = chan_open_nonblocking(p[0]);
 	}
 	ch->ibv.context = context;
 	ch->ibv.refcnt = 0;
@@ -74,6 +94,8 @@ SRN_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	pthread_mutex_unlock(&ch->lock);
 	close(channel->fd);
 	close(ch->wfd);
+	if (ch->rfd_nb >= 0)
+		close(ch->rfd_nb);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch->q);
 	free(ch);
@@ -89,27 +111,27 @@ static void chan_fd_set(struct srn_comp_channel *ch)
 	(void)r; /* (full: readable anyway) */
 }
 
-/* The last event was taken: our byte out, and with it any a peer wrote
- * (its mark in the CQ's ring stays for srn_cq_collect_fired).  Our byte
- * is there, so the read returns at once. */
-static void chan_fd_clear(struct srn_comp_channel *ch)
-{
-	char buf[CHAN_DRAIN];
-	ssize_t r = read(ch->ibv.fd, buf, sizeof(buf));
-
-	(void)r;
-}
-
-/* The FIFO is empty but the pipe may hold peers' bytes whose marks were
- * collected already: out with them, without blocking. */
-static void chan_fd_drain(struct srn_comp_channel *ch)
+/* Reads without sleeping whatever the pipe holds, up to CHAN_DRAIN bytes
+ * a call: through rfd_nb, or without /proc through fd after poll() (a
+ * waiter in ibv_get_cq_event could then take the byte in between). */
+static ssize_t chan_read_now(struct srn_comp_channel *ch)
 {
 	struct pollfd pfd = { .fd = ch->ibv.fd, .events = POLLIN };
 	char buf[CHAN_DRAIN];
 
-	while (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN))
-		if (read(ch->ibv.fd, buf, sizeof(buf)) < (ssize_t)sizeof(buf))
-			break;
+	if (ch->rfd_nb >= 0)
+		return read(ch->rfd_nb, buf, sizeof(buf));
+	if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLIN))
+		return 0;
+	return read(ch->ibv.fd, buf, sizeof(buf));
+}
+
+/* The FIFO is empty: our byte out, and any a peer wrote (its mark in the
+ * CQ's ring stays for srn_cq_collect_fired). */
+static void chan_fd_drain(struct srn_comp_channel *ch)
+{
+	while (chan_read_now(ch) == CHAN_DRAIN)
+		;
 }
 
 void srn_chan_notify(struct srn_comp_channel *ch, struct srn_cq *cq)
@@ -151,7 +173,7 @@ void srn_chan_forget(struct srn_comp_channel *ch, struct srn_cq *cq)
 			ch->q[(ch->qhead + n++) % ch->qcap] = c;
 	}
 	if (ch->qcount && n == 0)
-		chan_fd_clear(ch);
+		chan_fd_drain(ch);
 	ch->qcount = n;
 	pthread_mutex_unlock(&ch->lock);
 }
@@ -170,8 +192,9 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 		return -1;
 	}
 	ch = srn_chan(channel);
-	for (bool drained = false;;) {
-		struct pollfd pfd = { .fd = channel->fd, .events = POLLIN };
+	for (bool drained = false, took = false;;) {
+		char b;
+		ssize_t r;
 		int fl;
 
 		/* CQs a peer fired itself become events first */
@@ -181,7 +204,9 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 			cq = ch->q[ch->qhead];
 			ch->qhead = (ch->qhead + 1) % ch->qcap;
 			if (--ch->qcount == 0)
-				chan_fd_clear(ch);
+				chan_fd_drain(ch);
+			else if (took)
+				chan_fd_set(ch); /* the byte read took */
 			/* Counted while ch->lock is held, so a concurrent
 			 * ibv_destroy_cq either took the event back first or
 			 * sees it counted and waits for its ack. */
@@ -210,8 +235,10 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 			errno = EAGAIN;
 			return -1;
 		}
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-			return -1;
+		r = read(channel->fd, &b, 1);
+		if (r < 0)
+			return -1; /* EINTR included, as rdma-core's read() */
+		took = took || r == 1;
 	}
 	*cq_out = (struct ibv_cq *)&cq->ibv;
 	*cq_context = cq->ibv.cq_context;

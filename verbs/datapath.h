@@ -16,6 +16,8 @@ struct srn_comp_channel {
 	struct ibv_comp_channel ibv; /* fd = a pipe's read end; refcnt = CQs
 				      * using it */
 	int wfd;                     /* the pipe's write end (non-blocking) */
+	int rfd_nb;                  /* its read end opened again, non-blocking;
+				      * -1 without /proc (comp_channel.c) */
 	uint64_t ino;                /* the pipe's inode (peers check it) */
 	pthread_mutex_t lock;        /* guards q[] and our byte in the pipe */
 	struct srn_cq **q;           /* FIFO ring of CQs with an event */
