@@ -8,7 +8,8 @@
  *
  * Checks: ibv_get_cq_event returns -1/EINTR when a handler without
  * SA_RESTART runs and keeps waiting across one with SA_RESTART (as
- * rdma-core's read() does); then, for each of the nine tests qperf runs
+ * rdma-core's read() does); the library's own threads block SIGALRM, so
+ * the process's timer signal reaches the waiting thread; then, for each of the nine tests qperf runs
  * (SEND and WRITE-with-immediate ping-pongs, a READ loop, FETCH_ADD and
  * CMP_AND_SWP streams against an idle peer, SEND, bidirectional SEND,
  * WRITE-with-immediate and READ streams), every completion is a success
@@ -20,6 +21,7 @@
  * Every wait is bounded: the parent kills both sides after 120 s.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -165,6 +167,41 @@ static void check_signals(void)
 	ibv_destroy_cq(cq);
 	ibv_destroy_comp_channel(ch);
 	ibv_close_device(ctx);
+}
+
+/* Every thread but ours (the library's engine, CM agent) blocks SIGALRM,
+ * so the timer's signal always reaches the thread in ibv_get_cq_event.
+ * Returns the threads that do not (their count), -1 if unreadable. */
+static int threads_taking_sigalrm(int *others)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int bad = 0;
+
+	*others = 0;
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		char path[300], line[128];
+		unsigned long long blk = 0;
+		FILE *f;
+
+		if (de->d_name[0] == '.' || atoi(de->d_name) == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "SigBlk: %llx", &blk) == 1)
+				break;
+		fclose(f);
+		(*others)++;
+		if (!(blk & (1ull << (SIGALRM - 1))))
+			bad++;
+	}
+	closedir(d);
+	return bad;
 }
 
 /* ---- one side of a test --------------------------------------------- */
@@ -570,6 +607,12 @@ static void run_test(struct side *s)
 	char go = 'g';
 
 	open_side(s);
+	if (t == tests) {
+		int others, bad = threads_taking_sigalrm(&others);
+
+		T_OK(bad == 0 && others > 0, "%s: the library's %d threads block SIGALRM (%d do not)",
+		     s->client ? "client" : "server", others, bad);
+	}
 	if (t->op == READ_LAT)
 		s->buf[0] = 0x5a;
 	if (t->op == BW_READ && !s->client)
