@@ -17,7 +17,9 @@
  * SA_RESTART does not.  poll() could not tell the two apart.  The byte
  * that read takes is put back while events remain, and every other read
  * goes through a second, non-blocking opening of the pipe (rfd_nb), so it
- * can never sleep while a waiter holds the only byte. */
+ * can never sleep while a waiter holds the only byte.  Without /proc
+ * there is no such opening: the wait is then a poll(), which any handler
+ * ends with EINTR, SA_RESTART or not. */
 #include "verbs/datapath.h"
 #include "verbs/export.h"
 
@@ -112,8 +114,8 @@ static void chan_fd_set(struct srn_comp_channel *ch)
 }
 
 /* Reads without sleeping whatever the pipe holds, up to CHAN_DRAIN bytes
- * a call: through rfd_nb, or without /proc through fd after poll() (a
- * waiter in ibv_get_cq_event could then take the byte in between). */
+ * a call: through rfd_nb, or without /proc through fd after poll() (no
+ * waiter reads the pipe then, so the byte cannot go in between). */
 static ssize_t chan_read_now(struct srn_comp_channel *ch)
 {
 	struct pollfd pfd = { .fd = ch->ibv.fd, .events = POLLIN };
@@ -234,6 +236,13 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 		if (fl & O_NONBLOCK) {
 			errno = EAGAIN;
 			return -1;
+		}
+		if (ch->rfd_nb < 0) {
+			struct pollfd pfd = { .fd = channel->fd, .events = POLLIN };
+
+			if (poll(&pfd, 1, -1) < 0)
+				return -1;
+			continue;
 		}
 		r = read(channel->fd, &b, 1);
 		if (r < 0)
