@@ -9,38 +9,13 @@
  * of the pipe (/proc/PID/fd/N, transport/direct_send.c), one wake-up
  * where the doorbell to our engine took two.  It marks the CQ's ring
  * (peer_fired) first; ibv_get_cq_event turns such marks into events
- * (srn_cq_collect_fired) and drains bytes no event stands for.
- *
- * ibv_get_cq_event sleeps in read() on the pipe, as rdma-core's sleeps in
- * read() on its kernel fd: a signal handler installed without SA_RESTART
- * ends the wait with EINTR (qperf's test timer relies on it), one with
- * SA_RESTART does not.  poll() could not tell the two apart.  The byte
- * that read takes is put back while events remain, and every other read
- * goes through a second, non-blocking opening of the pipe (rfd_nb), so it
- * can never sleep while a waiter holds the only byte.  Without /proc
- * there is no such opening: the wait is then a poll(), which any handler
- * ends with EINTR, SA_RESTART or not. */
+ * (srn_cq_collect_fired) and drains bytes no event stands for.  The pipe
+ * and the wait in it: verbs/wait_pipe.h. */
 #include "verbs/datapath.h"
 #include "verbs/export.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
-enum { CHAN_DRAIN = 256 }; /* bytes read at once (peers' wakes included) */
-
-/* A second opening of the pipe's read end, with its own O_NONBLOCK (the
- * application's flags on fd stay its own); -1 without /proc. */
-static int chan_open_nonblocking(int fd)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	return open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-}
 
 /* A new channel on context.  NULL + errno on failure. */
 SRN_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
@@ -56,24 +31,20 @@ SRN_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (srn_wait_pipe_open(&ch->pipe)) {
+		int err = errno;
+
+		free(ch);
+		errno = err;
+		return NULL;
+	}
 	{
-		int p[2];
 		struct stat st;
 
-		if (pipe2(p, O_CLOEXEC) || fstat(p[0], &st)) {
-			int err = errno;
-
-			free(ch);
-			errno = err;
-			return NULL;
-		}
-		/* (the write end never blocks: a full pipe is readable) */
-		fcntl(p[1], F_SETFL, O_NONBLOCK);
-		ch->ibv.fd = p[0];
-		ch->wfd = p[1];
-		ch->ino = (uint64_t)st.st_ino;
-		ch->rfd_nb = chan_open_nonblocking(p[0]);
+		/* (peers check it; 0 makes them ring our engine instead) */
+		ch->ino = fstat(ch->pipe.rfd, &st) ? 0 : (uint64_t)st.st_ino;
 	}
+	ch->ibv.fd = ch->pipe.rfd;
 	ch->ibv.context = context;
 	ch->ibv.refcnt = 0;
 	pthread_mutex_init(&ch->lock, NULL);
@@ -94,46 +65,11 @@ SRN_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		return EBUSY;
 	}
 	pthread_mutex_unlock(&ch->lock);
-	close(channel->fd);
-	close(ch->wfd);
-	if (ch->rfd_nb >= 0)
-		close(ch->rfd_nb);
+	srn_wait_pipe_close(&ch->pipe);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch->q);
 	free(ch);
 	return 0;
-}
-
-/* Our byte goes in with the first queued event and out with the last;
- * ch->lock held. */
-static void chan_fd_set(struct srn_comp_channel *ch)
-{
-	ssize_t r = write(ch->wfd, "", 1);
-
-	(void)r; /* (full: readable anyway) */
-}
-
-/* Reads without sleeping whatever the pipe holds, up to CHAN_DRAIN bytes
- * a call: through rfd_nb, or without /proc through fd after poll() (no
- * waiter reads the pipe then, so the byte cannot go in between). */
-static ssize_t chan_read_now(struct srn_comp_channel *ch)
-{
-	struct pollfd pfd = { .fd = ch->ibv.fd, .events = POLLIN };
-	char buf[CHAN_DRAIN];
-
-	if (ch->rfd_nb >= 0)
-		return read(ch->rfd_nb, buf, sizeof(buf));
-	if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLIN))
-		return 0;
-	return read(ch->ibv.fd, buf, sizeof(buf));
-}
-
-/* The FIFO is empty: our byte out, and any a peer wrote (its mark in the
- * CQ's ring stays for srn_cq_collect_fired). */
-static void chan_fd_drain(struct srn_comp_channel *ch)
-{
-	while (chan_read_now(ch) == CHAN_DRAIN)
-		;
 }
 
 void srn_chan_notify(struct srn_comp_channel *ch, struct srn_cq *cq)
@@ -159,7 +95,7 @@ void srn_chan_notify(struct srn_comp_channel *ch, struct srn_cq *cq)
 	}
 	ch->q[(ch->qhead + ch->qcount) % ch->qcap] = cq;
 	if (ch->qcount++ == 0)
-		chan_fd_set(ch);
+		srn_wait_pipe_set(&ch->pipe);
 	pthread_mutex_unlock(&ch->lock);
 }
 
@@ -175,7 +111,7 @@ void srn_chan_forget(struct srn_comp_channel *ch, struct srn_cq *cq)
 			ch->q[(ch->qhead + n++) % ch->qcap] = c;
 	}
 	if (ch->qcount && n == 0)
-		chan_fd_drain(ch);
+		srn_wait_pipe_drain(&ch->pipe);
 	ch->qcount = n;
 	pthread_mutex_unlock(&ch->lock);
 }
@@ -195,9 +131,7 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 	}
 	ch = srn_chan(channel);
 	for (bool drained = false, took = false;;) {
-		char b;
-		ssize_t r;
-		int fl;
+		int r;
 
 		/* CQs a peer fired itself become events first */
 		srn_cq_collect_fired(srn_ctx(channel->context), ch);
@@ -206,9 +140,9 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 			cq = ch->q[ch->qhead];
 			ch->qhead = (ch->qhead + 1) % ch->qcap;
 			if (--ch->qcount == 0)
-				chan_fd_drain(ch);
+				srn_wait_pipe_drain(&ch->pipe);
 			else if (took)
-				chan_fd_set(ch); /* the byte read took */
+				srn_wait_pipe_set(&ch->pipe); /* the byte the wait took */
 			/* Counted while ch->lock is held, so a concurrent
 			 * ibv_destroy_cq either took the event back first or
 			 * sees it counted and waits for its ack. */
@@ -223,30 +157,16 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 			 * already collected, or a peer's whose mark the next
 			 * collect finds (it marks before it writes): drain,
 			 * collect once more, then sleep. */
-			chan_fd_drain(ch);
+			srn_wait_pipe_drain(&ch->pipe);
 			pthread_mutex_unlock(&ch->lock);
 			drained = true;
 			continue;
 		}
 		pthread_mutex_unlock(&ch->lock);
 		drained = false;
-		fl = fcntl(channel->fd, F_GETFL);
-		if (fl < 0)
-			return -1;
-		if (fl & O_NONBLOCK) {
-			errno = EAGAIN;
-			return -1;
-		}
-		if (ch->rfd_nb < 0) {
-			struct pollfd pfd = { .fd = channel->fd, .events = POLLIN };
-
-			if (poll(&pfd, 1, -1) < 0)
-				return -1;
-			continue;
-		}
-		r = read(channel->fd, &b, 1);
+		r = srn_wait_pipe_wait(&ch->pipe);
 		if (r < 0)
-			return -1; /* EINTR included, as rdma-core's read() */
+			return -1; /* EINTR, EAGAIN: as rdma-core's read() */
 		took = took || r == 1;
 	}
 	*cq_out = (struct ibv_cq *)&cq->ibv;

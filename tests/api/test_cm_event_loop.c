@@ -101,19 +101,6 @@ static void timer_stop(void)
 
 /* ---- ibv_get_cq_event and signals ----------------------------------- */
 
-static void on_usr1(int sig)
-{
-	(void)sig;
-}
-
-static void set_usr1(int flags)
-{
-	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = flags };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
-}
-
 struct waiter {
 	struct ibv_comp_channel *ch;
 	int err;
@@ -150,12 +137,12 @@ static void check_signals(void)
 	cq = ch ? ibv_create_cq(ctx, 4, NULL, ch, 0) : NULL;
 	T_ASSERT(cq && !ibv_req_notify_cq(cq, 0), "CQ with a channel, armed");
 	w.ch = ch;
-	set_usr1(SA_RESTART);
+	t_sig_noop(SIGUSR1, SA_RESTART);
 	T_ASSERT(!t_bg_start(&bg, wait_event, &w), "waiter thread");
 	usleep(50000);
 	pthread_kill(bg.th, SIGUSR1);
 	T_OK(!t_bg_wait(&bg, 200), "ibv_get_cq_event keeps waiting across a SA_RESTART handler");
-	set_usr1(0);
+	t_sig_noop(SIGUSR1, 0);
 	for (int i = 0; i < 50 && !t_bg_done(&bg); i++) {
 		pthread_kill(bg.th, SIGUSR1);
 		t_bg_wait(&bg, 100);

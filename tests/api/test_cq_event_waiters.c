@@ -33,11 +33,6 @@ struct waiter {
 	int err;                     /* errno of the call that ended it */
 };
 
-static void on_usr1(int sig)
-{
-	(void)sig;
-}
-
 static void *waiter_main(void *p)
 {
 	struct waiter *w = p;
@@ -72,7 +67,6 @@ int main(void)
 {
 	struct ibv_context *ctx = t_lo_open();
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	struct sigaction sa = { .sa_handler = on_usr1 };
 	struct waiter w[WAITERS] = { 0 };
 	union ibv_gid gid;
 	struct ibv_qp *qp;
@@ -81,8 +75,7 @@ int main(void)
 	uint8_t *buf;
 	double t0;
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
+	t_sig_noop(SIGUSR1, 0);
 	ch = ibv_create_comp_channel(ctx);
 	cq = ch ? ibv_create_cq(ctx, 256, NULL, ch, 0) : NULL;
 	buf = aligned_alloc(4096, 2 * BUF);
