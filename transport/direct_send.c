@@ -254,9 +254,10 @@ struct direct_msg {
 	uint32_t imm_data;
 	uint64_t remote_addr;        /* write only */
 	uint32_t rkey;
-	bool vm_ok;                  /* may write receive buffers with
-				      * process_vm_writev (a WQE: a failure
-				      * after the claim can fail it) */
+	bool vm_ok;                  /* may use process_vm_writev: into receive
+				      * buffers (a WQE: a failure after the
+				      * claim can fail it), and for a WRITE's
+				      * data (before any claim) */
 };
 
 /* RDMA WRITE with immediate: where the data goes (the responder's rkey
