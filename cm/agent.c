@@ -3,7 +3,6 @@
  * idle; an eventfd wakes it when a new deadline is armed. */
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "cm/cm.h"
+#include "net/thread.h"
 
 static pthread_mutex_t agent_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int gsi_fd = -1, wake_fd = -1;
@@ -64,7 +64,6 @@ static void *agent_main(void *arg)
 int cm_agent_start(void)
 {
 	pthread_attr_t attr;
-	sigset_t all, old;
 	pthread_t t;
 	int err = 0, fd;
 
@@ -98,14 +97,10 @@ int cm_agent_start(void)
 
 		gsi_slot = slot >= 0 ? slot : -1;
 	}
-	/* The thread takes no signals: they belong to the application. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&t, &attr, agent_main, NULL);
+	err = net_thread_start(&t, &attr, agent_main, NULL);
 	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		close(gsi_fd);
 		close(wake_fd);

@@ -243,22 +243,54 @@ static void scatter(const struct iovec *src, int ns, const struct iovec *dst, in
 	}
 }
 
+/* A message for the target's next receive WQE: src[0..ns) holding len
+ * bytes; a WRITE with immediate also names its target. */
+struct direct_msg {
+	const struct iovec *src;
+	int ns;
+	uint64_t len;
+	bool write, imm, solicited;
+	bool grh;                    /* UD: src starts with the GRH slot */
+	uint32_t imm_data;
+	uint64_t remote_addr;        /* write only */
+	uint32_t rkey;
+	bool vm_ok;                  /* may use process_vm_writev: into receive
+				      * buffers (a WQE: a failure after the
+				      * claim can fail it), and for a WRITE's
+				      * data (before any claim) */
+};
+
 /* RDMA WRITE with immediate: where the data goes (the responder's rkey
- * checks), mapped here, into dst[0]; false if the packet path must go. */
-static bool write_target(struct direct_qp *d, uint64_t remote_addr, uint32_t rkey,
-			 uint64_t len, struct iovec *dst)
+ * checks).  Mapped here: dst[0] is it, the data is copied once the
+ * receive is taken.  Not mapped (an MR that covers no whole page, say
+ * qperf's 1-byte buffer): with m->vm_ok, the data is written now with
+ * process_vm_writev, before anything is claimed, and *placed says so; a
+ * refusal leaves the whole message to packets, which write it again.
+ * (Placed before the receive WQE is known to be there: a retry after
+ * -EAGAIN, or the packets, rewrite the same bytes; the target learns of
+ * them only from the completion.)  false: packets. */
+static bool write_target(struct direct_qp *d, const struct direct_msg *m, struct iovec *dst,
+			 bool *placed)
 {
 	uint64_t vaddr;
 	char *ptr = NULL;
 
+	*placed = false;
 	dst[0].iov_base = NULL;
-	dst[0].iov_len = len;
-	if (!len)
+	dst[0].iov_len = m->len;
+	if (!m->len)
 		return true;
-	if (!direct_mr_range(direct_mr_get(d, rkey), remote_addr, len,
-			     IBV_ACCESS_REMOTE_WRITE, &ptr, &vaddr) || !ptr)
+	if (!direct_mr_range(direct_mr_get(d, m->rkey), m->remote_addr, m->len,
+			     IBV_ACCESS_REMOTE_WRITE, &ptr, &vaddr))
 		return false;
-	dst[0].iov_base = ptr;
+	if (ptr) {
+		dst[0].iov_base = ptr;
+		return true;
+	}
+	if (!m->vm_ok || peer_is_self(d->peer) || !peer_vm_usable(d->peer) ||
+	    peer_vm_write(d->peer, vaddr, m->src, m->ns, m->len))
+		return false;
+	*placed = true;
 	return true;
 }
 
@@ -352,22 +384,6 @@ static int not_now(struct direct_qp *d)
 	return 0;
 }
 
-/* A message for the target's next receive WQE: src[0..ns) holding len
- * bytes; a WRITE with immediate also names its target. */
-struct direct_msg {
-	const struct iovec *src;
-	int ns;
-	uint64_t len;
-	bool write, imm, solicited;
-	bool grh;                    /* UD: src starts with the GRH slot */
-	uint32_t imm_data;
-	uint64_t remote_addr;        /* write only */
-	uint32_t rkey;
-	bool vm_ok;                  /* may write receive buffers with
-				      * process_vm_writev (a WQE: a failure
-				      * after the claim can fail it) */
-};
-
 /* The target polls the completion slot we will write next: ask for it
  * now, so the transfer of its line overlaps our checks instead of
  * stalling the completion's stores at the end (measured: same-host
@@ -395,7 +411,7 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 	struct srn_rq_ring *rq;
 	struct srn_cqe_slot *cqe;
 	uint32_t r_head = 0;
-	bool rnr = false, limit = false, vm = false, failed = false;
+	bool rnr = false, limit = false, vm = false, failed = false, placed = false;
 	/* UC and UD have no RNR: no receive WQE drops the message, and a
 	 * full CQ means packets (the responder's answer, not ours) */
 	bool reliable = rc->type == IBV_QPT_RC;
@@ -412,7 +428,7 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 		return 0;
 	}
 	/* a WRITE's target is checked before anything is claimed */
-	if (m->write && !write_target(d, m->remote_addr, m->rkey, len, dst))
+	if (m->write && !write_target(d, m, dst, &placed))
 		return 0;
 	ret = srn_cq_ring_reserve_cached(d->cq, d->cq_size, &d->cq_cons, &idx);
 	if (ret == -ENOSPC) /* the receiver has yet to poll (UC, UD: packets) */
@@ -433,7 +449,7 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 		r_wr_id = slot->wr_id;
 		vm = false; /* (this slot's buffers decide) */
 		if (m->write)
-			nd = len ? 1 : 0;
+			nd = len && !placed ? 1 : 0;
 		else
 			nd = recv_map(d, slot, slot->num_sge, len, dst, raddr,
 				      m->vm_ok ? &vm : NULL);
@@ -469,6 +485,8 @@ static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct di
 	return 0;
 
 take:
+	if (placed)
+		rc_count(rc, SRN_CNT_direct_vm);
 	if (vm) {
 		for (int i = 0; i < nd; i++)
 			dst[i].iov_base = (void *)(uintptr_t)raddr[i];

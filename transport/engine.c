@@ -19,6 +19,7 @@
 #include "net/clock.h"
 #include "net/pcap.h"
 #include "net/shm_ring.h"
+#include "net/thread.h"
 #include "transport/rc.h"
 #include "transport/gsi_forward.h"
 #include "transport/qp_forward.h"
@@ -1457,7 +1458,7 @@ int srn_engine_start(struct srn_context *ctx)
 	/* 4791 went to the first engine on the address: it keeps the FIFO's
 	 * write end, the others watch for it to let go */
 	roce_settle(eng);
-	ret = pthread_create(&eng->thread, NULL, engine_main, eng);
+	ret = net_thread_start(&eng->thread, NULL, engine_main, eng);
 	if (ret)
 		goto fail;
 	eng->thread_running = true;

@@ -18,6 +18,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "net/thread.h"
 #include "transport/rc.h"
 
 enum { MC_MAX_GROUPS = 64, MC_BATCH = 8, MC_BUF = 4608 };
@@ -162,7 +163,7 @@ static int mc_start(struct srn_engine *eng, struct srn_mcast *mc)
 		mc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (mc->epfd < 0 || mc->efd < 0 || epoll_ctl(mc->epfd, EPOLL_CTL_ADD, mc->efd, &ev))
 		return errno ? errno : EIO;
-	if (pthread_create(&mc->thread, NULL, mc_main, eng))
+	if (net_thread_start(&mc->thread, NULL, mc_main, eng))
 		return EAGAIN;
 	mc->running = true;
 	return 0;

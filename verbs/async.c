@@ -1,11 +1,14 @@
-/* Async events: a mutex-protected FIFO of struct ibv_async_event and an
- * eventfd that is readable exactly while the FIFO is non-empty, so the
- * context's async_fd works with poll/epoll like rdma-core's.
+/* Async events: a mutex-protected FIFO of struct ibv_async_event and a
+ * pipe (verbs/wait_pipe.h) that holds a byte exactly while the FIFO is
+ * non-empty, so the context's async_fd works with poll/epoll like
+ * rdma-core's, and ibv_get_async_event waits in read() on it as
+ * rdma-core's does (a handler without SA_RESTART ends the wait: EINTR).
  *
- * Invariant (kept under a->lock): eventfd counter == (queue non-empty).
- * Post writes 1 when the queue goes from empty to non-empty; taking the
- * last event reads the counter back to 0.  Blocking vs non-blocking is
- * the application's choice: it sets O_NONBLOCK on async_fd with fcntl().
+ * Invariant (kept under a->lock): a byte in the pipe == queue non-empty.
+ * Post writes it when the queue goes from empty to non-empty; taking the
+ * last event drains it; a wait that took it while events remain puts it
+ * back.  Blocking vs non-blocking is the application's choice: it sets
+ * O_NONBLOCK on async_fd with fcntl().
  *
  * Acks: ibv_ack_async_event counts the ack on the object the event names
  * (events_completed in the public ibv_qp/ibv_srq/ibv_wq, and
@@ -17,12 +20,10 @@
 #include "verbs/export.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
+
+#include "verbs/wait_pipe.h"
 
 /* Bounded so a stuck application cannot make a peer grow our memory;
  * beyond it the oldest events are kept and new ones dropped (a NIC's
@@ -35,11 +36,11 @@ struct srn_async_node {
 };
 
 struct srn_async {
-	pthread_mutex_t lock;            /* guards the list and the eventfd count */
+	pthread_mutex_t lock;            /* guards the list and the pipe's byte */
 	struct srn_async_node *head, *tail;
 	unsigned int count;              /* queued events */
 	unsigned long dropped;           /* events lost to SRN_ASYNC_MAX */
-	int fd;                          /* eventfd: readable while count > 0 */
+	struct srn_wait_pipe pipe;       /* readable while count > 0 */
 };
 
 struct srn_async *srn_async_create(void)
@@ -48,10 +49,9 @@ struct srn_async *srn_async_create(void)
 
 	if (!a)
 		return NULL;
-	/* Blocking by default like rdma-core's async_fd; EFD_NONBLOCK would
-	 * hide the application's own O_NONBLOCK choice. */
-	a->fd = eventfd(0, EFD_CLOEXEC);
-	if (a->fd < 0) {
+	/* Blocking by default like rdma-core's async_fd: O_NONBLOCK is the
+	 * application's choice. */
+	if (srn_wait_pipe_open(&a->pipe)) {
 		int err = errno;
 
 		free(a);
@@ -64,7 +64,7 @@ struct srn_async *srn_async_create(void)
 
 int srn_async_fd(const struct srn_async *a)
 {
-	return a->fd;
+	return a->pipe.rfd;
 }
 
 void srn_async_destroy(struct srn_async *a)
@@ -77,7 +77,7 @@ void srn_async_destroy(struct srn_async *a)
 		next = n->next;
 		free(n);
 	}
-	close(a->fd);
+	srn_wait_pipe_close(&a->pipe);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 }
@@ -104,16 +104,14 @@ void srn_async_post(struct srn_context *ctx, const struct ibv_async_event *ev)
 	else
 		a->head = n;
 	a->tail = n;
-	if (a->count++ == 0) {
-		uint64_t one = 1;
-		ssize_t r = write(a->fd, &one, sizeof(one));
-		(void)r; /* cannot fail: the counter is 0 here */
-	}
+	if (a->count++ == 0)
+		srn_wait_pipe_set(&a->pipe);
 	pthread_mutex_unlock(&a->lock);
 }
 
-/* Take the oldest event; false if none. */
-static bool async_take(struct srn_async *a, struct ibv_async_event *out)
+/* Take the oldest event; false if none.  took: the caller's wait took
+ * the pipe's byte, which goes back if events remain. */
+static bool async_take(struct srn_async *a, struct ibv_async_event *out, bool took)
 {
 	struct srn_async_node *n;
 
@@ -123,11 +121,10 @@ static bool async_take(struct srn_async *a, struct ibv_async_event *out)
 		a->head = n->next;
 		if (!a->head)
 			a->tail = NULL;
-		if (--a->count == 0) {
-			uint64_t v;
-			ssize_t r = read(a->fd, &v, sizeof(v));
-			(void)r; /* cannot block: the counter is 1 here */
-		}
+		if (--a->count == 0)
+			srn_wait_pipe_drain(&a->pipe);
+		else if (took)
+			srn_wait_pipe_set(&a->pipe);
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (!n)
@@ -138,11 +135,13 @@ static bool async_take(struct srn_async *a, struct ibv_async_event *out)
 }
 
 /* Next async event.  Blocks until one arrives unless the application made
- * async_fd non-blocking (then -1 with errno EAGAIN).  0 on success. */
+ * async_fd non-blocking (then -1 with errno EAGAIN); a signal handler
+ * without SA_RESTART ends the wait (-1, EINTR).  0 on success. */
 SRN_EXPORT int ibv_get_async_event(struct ibv_context *context,
 				   struct ibv_async_event *event)
 {
 	struct srn_async *a;
+	bool took = false;
 
 	if (!context || !event) {
 		errno = EINVAL;
@@ -150,21 +149,15 @@ SRN_EXPORT int ibv_get_async_event(struct ibv_context *context,
 	}
 	a = srn_ctx(context)->async;
 	for (;;) {
-		struct pollfd pfd = { .fd = a->fd, .events = POLLIN };
-		int fl;
+		int r;
 
-		if (async_take(a, event))
+		if (async_take(a, event, took))
 			return 0;
-		fl = fcntl(a->fd, F_GETFL);
-		if (fl < 0)
-			return -1;
-		if (fl & O_NONBLOCK) {
-			errno = EAGAIN;
-			return -1;
-		}
 		/* Another thread may take the event we were woken for: loop. */
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+		r = srn_wait_pipe_wait(&a->pipe);
+		if (r < 0)
 			return -1;
+		took = took || r == 1;
 	}
 }
 

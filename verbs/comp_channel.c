@@ -9,17 +9,13 @@
  * of the pipe (/proc/PID/fd/N, transport/direct_send.c), one wake-up
  * where the doorbell to our engine took two.  It marks the CQ's ring
  * (peer_fired) first; ibv_get_cq_event turns such marks into events
- * (srn_cq_collect_fired) and drains bytes no event stands for. */
+ * (srn_cq_collect_fired) and drains bytes no event stands for.  The pipe
+ * and the wait in it: verbs/wait_pipe.h. */
 #include "verbs/datapath.h"
 #include "verbs/export.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
-enum { CHAN_DRAIN = 256 }; /* bytes read at once (peers' wakes included) */
 
 /* A new channel on context.  NULL + errno on failure. */
 SRN_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
@@ -35,23 +31,20 @@ SRN_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (srn_wait_pipe_open(&ch->pipe)) {
+		int err = errno;
+
+		free(ch);
+		errno = err;
+		return NULL;
+	}
 	{
-		int p[2];
 		struct stat st;
 
-		if (pipe2(p, O_CLOEXEC) || fstat(p[0], &st)) {
-			int err = errno;
-
-			free(ch);
-			errno = err;
-			return NULL;
-		}
-		/* (the write end never blocks: a full pipe is readable) */
-		fcntl(p[1], F_SETFL, O_NONBLOCK);
-		ch->ibv.fd = p[0];
-		ch->wfd = p[1];
-		ch->ino = (uint64_t)st.st_ino;
+		/* (peers check it; 0 makes them ring our engine instead) */
+		ch->ino = fstat(ch->pipe.rfd, &st) ? 0 : (uint64_t)st.st_ino;
 	}
+	ch->ibv.fd = ch->pipe.rfd;
 	ch->ibv.context = context;
 	ch->ibv.refcnt = 0;
 	pthread_mutex_init(&ch->lock, NULL);
@@ -72,44 +65,11 @@ SRN_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		return EBUSY;
 	}
 	pthread_mutex_unlock(&ch->lock);
-	close(channel->fd);
-	close(ch->wfd);
+	srn_wait_pipe_close(&ch->pipe);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch->q);
 	free(ch);
 	return 0;
-}
-
-/* Our byte goes in with the first queued event and out with the last;
- * ch->lock held. */
-static void chan_fd_set(struct srn_comp_channel *ch)
-{
-	ssize_t r = write(ch->wfd, "", 1);
-
-	(void)r; /* (full: readable anyway) */
-}
-
-/* The last event was taken: our byte out, and with it any a peer wrote
- * (its mark in the CQ's ring stays for srn_cq_collect_fired).  Our byte
- * is there, so the read returns at once. */
-static void chan_fd_clear(struct srn_comp_channel *ch)
-{
-	char buf[CHAN_DRAIN];
-	ssize_t r = read(ch->ibv.fd, buf, sizeof(buf));
-
-	(void)r;
-}
-
-/* The FIFO is empty but the pipe may hold peers' bytes whose marks were
- * collected already: out with them, without blocking. */
-static void chan_fd_drain(struct srn_comp_channel *ch)
-{
-	struct pollfd pfd = { .fd = ch->ibv.fd, .events = POLLIN };
-	char buf[CHAN_DRAIN];
-
-	while (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN))
-		if (read(ch->ibv.fd, buf, sizeof(buf)) < (ssize_t)sizeof(buf))
-			break;
 }
 
 void srn_chan_notify(struct srn_comp_channel *ch, struct srn_cq *cq)
@@ -135,7 +95,7 @@ void srn_chan_notify(struct srn_comp_channel *ch, struct srn_cq *cq)
 	}
 	ch->q[(ch->qhead + ch->qcount) % ch->qcap] = cq;
 	if (ch->qcount++ == 0)
-		chan_fd_set(ch);
+		srn_wait_pipe_set(&ch->pipe);
 	pthread_mutex_unlock(&ch->lock);
 }
 
@@ -151,7 +111,7 @@ void srn_chan_forget(struct srn_comp_channel *ch, struct srn_cq *cq)
 			ch->q[(ch->qhead + n++) % ch->qcap] = c;
 	}
 	if (ch->qcount && n == 0)
-		chan_fd_clear(ch);
+		srn_wait_pipe_drain(&ch->pipe);
 	ch->qcount = n;
 	pthread_mutex_unlock(&ch->lock);
 }
@@ -170,9 +130,8 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 		return -1;
 	}
 	ch = srn_chan(channel);
-	for (bool drained = false;;) {
-		struct pollfd pfd = { .fd = channel->fd, .events = POLLIN };
-		int fl;
+	for (bool drained = false, took = false;;) {
+		int r;
 
 		/* CQs a peer fired itself become events first */
 		srn_cq_collect_fired(srn_ctx(channel->context), ch);
@@ -181,7 +140,9 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 			cq = ch->q[ch->qhead];
 			ch->qhead = (ch->qhead + 1) % ch->qcap;
 			if (--ch->qcount == 0)
-				chan_fd_clear(ch);
+				srn_wait_pipe_drain(&ch->pipe);
+			else if (took)
+				srn_wait_pipe_set(&ch->pipe); /* the byte the wait took */
 			/* Counted while ch->lock is held, so a concurrent
 			 * ibv_destroy_cq either took the event back first or
 			 * sees it counted and waits for its ack. */
@@ -196,22 +157,17 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 			 * already collected, or a peer's whose mark the next
 			 * collect finds (it marks before it writes): drain,
 			 * collect once more, then sleep. */
-			chan_fd_drain(ch);
+			srn_wait_pipe_drain(&ch->pipe);
 			pthread_mutex_unlock(&ch->lock);
 			drained = true;
 			continue;
 		}
 		pthread_mutex_unlock(&ch->lock);
 		drained = false;
-		fl = fcntl(channel->fd, F_GETFL);
-		if (fl < 0)
-			return -1;
-		if (fl & O_NONBLOCK) {
-			errno = EAGAIN;
-			return -1;
-		}
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-			return -1;
+		r = srn_wait_pipe_wait(&ch->pipe);
+		if (r < 0)
+			return -1; /* EINTR, EAGAIN: as rdma-core's read() */
+		took = took || r == 1;
 	}
 	*cq_out = (struct ibv_cq *)&cq->ibv;
 	*cq_context = cq->ibv.cq_context;

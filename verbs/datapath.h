@@ -4,6 +4,7 @@
 #define SRN_DATAPATH_H
 
 #include "verbs/srn.h"
+#include "verbs/wait_pipe.h"
 
 #include <errno.h>
 
@@ -15,7 +16,7 @@
 struct srn_comp_channel {
 	struct ibv_comp_channel ibv; /* fd = a pipe's read end; refcnt = CQs
 				      * using it */
-	int wfd;                     /* the pipe's write end (non-blocking) */
+	struct srn_wait_pipe pipe;   /* ibv.fd is its read end */
 	uint64_t ino;                /* the pipe's inode (peers check it) */
 	pthread_mutex_t lock;        /* guards q[] and our byte in the pipe */
 	struct srn_cq **q;           /* FIFO ring of CQs with an event */

@@ -1,7 +1,9 @@
 /* Black-box checks of the async event channel: async_fd is a real
  * descriptor that poll/epoll accept, is not readable with no events, and
  * ibv_get_async_event honours O_NONBLOCK set by the application (-1,
- * EAGAIN) and returns no event while none was raised.  Acking a port
+ * EAGAIN) and returns no event while none was raised; a thread blocked in
+ * it keeps waiting across a signal handler with SA_RESTART and returns
+ * -1/EINTR for one without, as rdma-core's read() on async_fd does.  Acking a port
  * event (no object) is harmless.  Then a real event: an RC QP connected
  * to itself overruns a tiny CQ with signalled RDMA WRITEs, which must
  * raise IBV_EVENT_CQ_ERR on that CQ, wake a thread blocked in
@@ -10,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +41,7 @@ struct waiter {
 	struct ibv_context *ctx;
 	struct ibv_async_event ev;
 	int ret;
+	int err;                     /* errno when ret is -1 */
 };
 
 /* Blocks in ibv_get_async_event until the event arrives. */
@@ -45,8 +49,43 @@ static void *wait_event(void *arg)
 {
 	struct waiter *w = arg;
 
-	w->ret = ibv_get_async_event(w->ctx, &w->ev);
+	int r = ibv_get_async_event(w->ctx, &w->ev);
+
+	w->err = errno;
+	__atomic_store_n(&w->ret, r, __ATOMIC_SEQ_CST);
 	return NULL;
+}
+
+/* A handler with SA_RESTART leaves the wait alone; one without ends it. */
+static void t_signals(struct ibv_context *ctx)
+{
+	struct waiter w = { .ctx = ctx, .ret = 1 };
+	pthread_t th;
+	int i;
+
+	t_sig_noop(SIGUSR1, SA_RESTART);
+	if (pthread_create(&th, NULL, wait_event, &w)) {
+		T_OK(0, "waiter thread");
+		return;
+	}
+	usleep(50000);
+	pthread_kill(th, SIGUSR1);
+	usleep(200000);
+	T_OK(__atomic_load_n(&w.ret, __ATOMIC_SEQ_CST) == 1,
+	     "ibv_get_async_event keeps waiting across a SA_RESTART handler");
+	t_sig_noop(SIGUSR1, 0);
+	for (i = 0; i < 100 && __atomic_load_n(&w.ret, __ATOMIC_SEQ_CST) == 1; i++) {
+		pthread_kill(th, SIGUSR1);
+		usleep(20000);
+	}
+	if (__atomic_load_n(&w.ret, __ATOMIC_SEQ_CST) == 1) {
+		T_OK(0, "a handler without SA_RESTART ends the wait (still waiting: left)");
+		return;
+	}
+	pthread_join(th, NULL);
+	T_OK(w.ret == -1 && w.err == EINTR, "a handler without SA_RESTART ends the wait: -1, %s",
+	     strerror(w.err));
+	signal(SIGUSR1, SIG_DFL);
 }
 
 static void t_cq_overrun(struct ibv_context *ctx)
@@ -165,6 +204,7 @@ int main(void)
 	ibv_ack_async_event(&ev);
 	T_OK(1, "acking a port event is harmless");
 	T_OK(fcntl(ctx->async_fd, F_SETFL, fl) == 0, "back to blocking");
+	t_signals(ctx);
 	t_cq_overrun(ctx);
 	T_OK(ibv_close_device(ctx) == 0, "close");
 	t_lo_free();

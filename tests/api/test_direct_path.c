@@ -13,7 +13,9 @@
  * Checks: WRITE/READ of 0 B .. 4 MiB with data hashes, multi-SGE, inline
  * WRITE, SEND-WRITE-SEND ordering, concurrent fetch-add and cmp-swap
  * totals, and the protocol errors (bad rkey, no access, out of bounds,
- * misaligned atomic) that the direct path leaves to packets.  Prints a
+ * misaligned atomic) that the direct path leaves to packets; memory with
+ * no memfd (file-backed) reached by process_vm_* (WRITE, READ, SENDs, a
+ * WRITE with immediate), its atomics by packets.  Prints a
  * 2 B WRITE ping-pong latency and a 1 MiB WRITE bandwidth (not asserted).
  * Under SOFTRNIC_TRANSPORT=udp the same must pass with no direct op. */
 #include <arpa/inet.h>
@@ -574,8 +576,28 @@ static void file_backed(struct ep *e, const struct info *t)
 			"len %llu data %s", k, (unsigned long long)r.v[0], (unsigned long long)r.v[1],
 			(unsigned long long)r.v[2], r.v[3] == fnv(whole, l) ? "ok" : "WRONG");
 	}
+	{
+		/* a WRITE with immediate there: its data by process_vm_writev
+		 * before the receive is taken (as into qperf's 1-byte MRs,
+		 * which are never mapped) */
+		uint32_t l = 3000;
+		struct ibv_sge ws = { (uintptr_t)e->buf, l, e->mr->lkey };
+		struct rep r;
+
+		pattern(e->buf, l, 60);
+		T_CHECK(tcmd(C_RECV_FB, 1, 768 * 1024, 16).v[0] == 0, "receive for the immediate");
+		T_CHECK(!post(e->qp[0], IBV_WR_RDMA_WRITE_WITH_IMM, &ws, 1, t->fb_addr + 800 * 1024,
+			      t->rkey_fb, 22, 0) && !wait_wc(e->scq, &wc) &&
+			wc.status == IBV_WC_SUCCESS, "WRITE_WITH_IMM into file-backed memory: %s",
+			ibv_wc_status_str(wc.status));
+		r = tcmd(C_WAITRECV, 2, 800 * 1024, l);
+		T_CHECK(r.v[0] == 2000 && r.v[1] == IBV_WC_SUCCESS && r.v[2] == l &&
+			r.v[3] == fnv(e->buf, l), "its receive: wr_id %llu status %llu len %llu "
+			"data %s", (unsigned long long)r.v[0], (unsigned long long)r.v[1],
+			(unsigned long long)r.v[2], r.v[3] == fnv(e->buf, l) ? "ok" : "WRONG");
+	}
 	T_OK(t_fails == f, "file-backed MR (no memfd): 256 KiB WRITE, READ back, 2 FETCH_ADDs, "
-	     "SENDs of 100 B and 64 KiB into receives there");
+	     "SENDs of 100 B and 64 KiB into receives there, a WRITE with immediate");
 }
 
 static void ordering(struct ep *e, const struct info *t)
@@ -953,8 +975,8 @@ int main(void)
 		if (vm_denied)
 			printf("process_vm_* refused here: file-backed memory went by packets\n");
 		else
-			T_OK(cnt[4] >= 4, "file-backed memory: WRITE, READ and 2 SENDs by "
-			     "process_vm_* (%llu)", cnt[4]);
+			T_OK(cnt[4] >= 5, "file-backed memory: WRITE, READ, 2 SENDs and a WRITE "
+			     "with immediate by process_vm_* (%llu)", cnt[4]);
 	}
 	return t_summary();
 }

@@ -6,6 +6,7 @@
 #define T_UTIL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -189,6 +190,22 @@ static inline double t_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static inline void t_sig_noop_(int sig)
+{
+	(void)sig;
+}
+
+/* A handler that does nothing for sig, installed with sigaction flags
+ * (SA_RESTART or 0): the signal then only ends (or, with SA_RESTART,
+ * does not end) the system call the thread it hits waits in. */
+static inline void t_sig_noop(int sig, int flags)
+{
+	struct sigaction sa = { .sa_handler = t_sig_noop_, .sa_flags = flags };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
 }
 
 /* A call run on a thread of its own, to check that it blocks (a destroy
