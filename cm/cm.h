@@ -176,6 +176,11 @@ int cm_id_bind_locked(struct cm_id *c, const struct sockaddr *addr);
 /* Find the device + port whose GID 0 is ip (IPv4); NULL if none. */
 struct ibv_context *cm_device_for_ip(const uint8_t ip[4]);
 void cm_id_fill_gids(struct cm_id *c);
+/* Once an id is on a device (id.verbs set): the device's default PD in
+ * id.pd unless it has one, as rdma-core's librdmacm gives every id on a
+ * device; programs create their own QPs on id->pd (UCX's rdmacm transport
+ * makes a UD QP there to get a QPN for the connection). */
+void cm_id_default_pd(struct cm_id *c);
 /* Unlink and free an id no application has seen (cm_lock held). */
 void cm_id_free_unreported(struct cm_id *c);
 uint16_t cm_src_port(const struct cm_id *c);   /* host order */

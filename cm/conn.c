@@ -184,6 +184,7 @@ void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from, const ui
 	c->id.port_num = 1;
 	c->id.pd = l->ep_pd;
 	cm_id_fill_gids(c);
+	cm_id_default_pd(c);
 	cm_fill_path(c, r->path_mtu);
 	c->path.flow_label = htonl(r->primary_flow_label);
 	c->path.traffic_class = r->primary_traffic_class;

@@ -91,6 +91,12 @@ void cm_id_fill_gids(struct cm_id *c)
 	c->id.route.addr.addr.ibaddr.pkey = htons(0xffff);
 }
 
+void cm_id_default_pd(struct cm_id *c)
+{
+	if (c->id.verbs && !c->id.pd)
+		c->id.pd = cm_default_pd(c->id.verbs);
+}
+
 struct cm_id *cm_id_alloc(struct cm_channel *ch, void *context,
 			  enum rdma_port_space ps, bool sync)
 {
@@ -237,6 +243,7 @@ int cm_id_bind_locked(struct cm_id *c, const struct sockaddr *addr)
 	c->id.verbs = ctx;
 	c->id.port_num = ctx ? 1 : 0;
 	cm_id_fill_gids(c);
+	cm_id_default_pd(c);
 	c->state = CM_BOUND;
 	return 0;
 }
@@ -349,6 +356,7 @@ SRN_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 	}
 	memcpy(&c->id.route.addr.dst_sin, dst_addr, sizeof(struct sockaddr_in));
 	cm_id_fill_gids(c);
+	cm_id_default_pd(c);
 	c->state = CM_ADDR_RESOLVED;
 	err = post_simple(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
 	cm_dbg("resolve_addr id %p to port %u\n", (void *)id, cm_dst_port(c));

@@ -19,23 +19,34 @@ static struct {
 	struct ibv_pd *pd;
 } default_pds[16];
 
+static pthread_mutex_t default_pds_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Callers may hold cm_lock or not: the table has its own lock. */
 struct ibv_pd *cm_default_pd(struct ibv_context *ctx)
 {
-	for (int i = 0; i < 16; i++) {
-		if (default_pds[i].ctx == ctx)
-			return default_pds[i].pd;
-		if (!default_pds[i].ctx) {
-			struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_pd *pd = NULL;
+	int err = ENOMEM;
 
-			if (!pd)
-				return NULL;
-			default_pds[i].ctx = ctx;
-			default_pds[i].pd = pd;
-			return pd;
+	pthread_mutex_lock(&default_pds_lock);
+	for (int i = 0; i < 16; i++) {
+		if (default_pds[i].ctx == ctx) {
+			pd = default_pds[i].pd;
+			break;
+		}
+		if (!default_pds[i].ctx) {
+			pd = ibv_alloc_pd(ctx);
+			err = errno;
+			if (pd) {
+				default_pds[i].ctx = ctx;
+				default_pds[i].pd = pd;
+			}
+			break;
 		}
 	}
-	errno = ENOMEM;
-	return NULL;
+	pthread_mutex_unlock(&default_pds_lock);
+	if (!pd)
+		errno = err;
+	return pd;
 }
 
 static int init_attr(struct cm_id *c, struct ibv_qp_attr *a, int *mask)

@@ -104,6 +104,7 @@ void cm_sidr_req_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	c->id.verbs = l->id.verbs ? l->id.verbs : cm_device_for_ip(dst);
 	c->id.port_num = 1;
 	cm_id_fill_gids(c);
+	cm_id_default_pd(c);
 	cm_fill_path(c, 0);
 	c->remote_comm_id = r->request_id;
 	c->tid = m->hdr.tid;
