@@ -104,4 +104,49 @@ if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && ip netns list >/dev/null 
 		echo "  (no network namespace: part skipped)"
 	fi
 fi
+
+# Concurrent refreshes never show a reader part of a file: in a namespace
+# of its own (so its own tree), two writers keep renaming lo's device
+# (srn_a, srn_b), rewriting class/infiniband_verbs/srn_uverbs0/ibdev, while
+# python3 reads that file; every read must be one whole name.
+cat >"$T_TMP/race_read.py" <<'PY'
+import sys, time
+seen, bad, end = {}, 0, time.time() + 60
+for i in range(200000):
+    try:
+        with open(sys.argv[1]) as f:
+            v = f.read()
+    except FileNotFoundError:
+        v = 'missing'
+    seen[v] = seen.get(v, 0) + 1
+    bad += v not in ('srn_lo\n', 'srn_a\n', 'srn_b\n')
+    if i % 1000 == 0 and time.time() > end:
+        break
+print('reads', {k.strip(): n for k, n in sorted(seen.items())}, 'bad', bad)
+sys.exit(1 if bad or len(seen) < 2 else 0)
+PY
+race() {
+	local root a b rc
+	ip link set lo up
+	root=/dev/shm/softrnic-sysfs-$(id -u)-$(stat -L -c %i /proc/self/ns/net)
+	"$SOFTRNIC" devices >/dev/null
+	writer() { for _ in $(seq 150); do SOFTRNIC_DEVICES=lo=$1 "$SOFTRNIC" devices >/dev/null; done; }
+	writer srn_a & a=$!
+	writer srn_b & b=$!
+	python3 "$T_TMP/race_read.py" "$root/class/infiniband_verbs/srn_uverbs0/ibdev"
+	rc=$?
+	wait "$a" "$b"
+	rm -rf "$root"
+	return $rc
+}
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null && unshare -n true 2>/dev/null; then
+	export SOFTRNIC T_TMP
+	if timeout -k 2 120 unshare -n bash -c "$(declare -f race); race" >"$T_TMP/race.out" 2>&1; then
+		t_pass "concurrent refreshes: every read a whole file ($(cat "$T_TMP/race.out"))"
+	else
+		t_fail "concurrent refreshes: every read a whole file"; sed 's/^/    | /' "$T_TMP/race.out"
+	fi
+else
+	echo "  (unshare -n not possible: concurrency part skipped)"
+fi
 t_done
