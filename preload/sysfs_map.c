@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,10 +61,23 @@ static int raw_lstat(const char *path, struct stat *st)
 		return real_##name args; \
 	}
 
+/* The view's root, found once per process: the namespace's inode costs a
+ * stat of /proc/self/ns/net, ~20 us here.  A process that moves to
+ * another network namespace later keeps the first one's view. */
+static char view_root[128];
+static pthread_once_t view_root_once = PTHREAD_ONCE_INIT;
+
+static void find_view_root(void)
+{
+	if (!net_sysfs_root(view_root, sizeof(view_root)))
+		view_root[0] = '\0';
+}
+
 /* Returns path itself, or its counterpart in the view written into buf. */
 static const char *map_path(const char *path, char buf[PATH_MAX])
 {
-	char root[128], probe[PATH_MAX];
+	char probe[PATH_MAX];
+	const char *root = view_root;
 	const char *rest = NULL, *view = NULL, *end;
 	struct stat st;
 	size_t first;
@@ -82,8 +96,8 @@ static const char *map_path(const char *path, char buf[PATH_MAX])
 		return path;
 	while (*rest == '/')
 		rest++;
-	if (!net_sysfs_root(root, sizeof(root)) || raw_lstat(root, &st) != 0 ||
-	    !net_sysfs_root_trusted(&st))
+	pthread_once(&view_root_once, find_view_root);
+	if (!root[0] || raw_lstat(root, &st) != 0 || !net_sysfs_root_trusted(&st))
 		return path;
 	end = strchr(rest, '/');
 	first = end ? (size_t)(end - rest) : strlen(rest);
