@@ -207,10 +207,7 @@ SRN_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	return 0;
 }
 
-/* Linux's rdma_cm binds a loopback address as it binds the wildcard: the
- * id gets no device until it resolves a destination or a connection comes
- * in.  libfabric's verbs provider relies on it: it probes "localhost" and,
- * given a device, would keep only that device's domains. */
+/* 127.0.0.0/8: see cm_id_bind_locked for how a bind to one is treated. */
 static bool ip_is_loopback(const uint8_t ip[4])
 {
 	return ip[0] == 127;
@@ -230,9 +227,14 @@ int cm_id_bind_locked(struct cm_id *c, const struct sockaddr *addr)
 	if (c->state != CM_IDLE)
 		return EINVAL;
 	memcpy(ip, &sin->sin_addr, 4);
-	if (memcmp(ip, any, 4) && !ip_is_loopback(ip)) {
+	if (memcmp(ip, any, 4)) {
 		ctx = cm_device_for_ip(ip);
-		if (!ctx)
+		/* Linux binds a loopback address like the wildcard (no device
+		 * until a destination is resolved): no kernel RDMA device owns
+		 * one.  srn_lo owns 127.0.0.1, and a bind to an address a device
+		 * owns attaches it (pyverbs opens id->verbs right after bind);
+		 * other loopback addresses bind as Linux binds them. */
+		if (!ctx && !ip_is_loopback(ip))
 			return EADDRNOTAVAIL;
 	}
 	port = ntohs(sin->sin_port);

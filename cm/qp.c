@@ -24,6 +24,7 @@ static struct {
 } default_pds[16];
 static pthread_mutex_t default_pds_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Callers may hold cm_lock or not: the table has its own lock. */
 struct ibv_pd *cm_default_pd(struct ibv_context *ctx)
 {
 	struct ibv_pd *pd = NULL;

@@ -1,12 +1,14 @@
 /* softrnic run [OPTIONS] -- CMD [ARGS...]: runs an unmodified verbs program
  * on softrnic.  It only prepends softrnic's library directory to
  * LD_LIBRARY_PATH (so the program's libibverbs.so.1 and librdmacm.so.1
- * are ours) and sets SOFTRNIC_* options, then execs: the exit status is
- * the program's own.  Other SOFTRNIC_* variables pass through unchanged. */
+ * are ours), adds the sysfs view's path-mapping library to LD_PRELOAD and
+ * sets SOFTRNIC_* options, then execs: the exit status is the program's
+ * own.  Other SOFTRNIC_* variables pass through unchanged. */
 #include "tools/cli.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <infiniband/verbs.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -50,6 +52,25 @@ static int find_libdir(char out[PATH_MAX])
 	return -1;
 }
 
+/* The sysfs view's path-mapping library goes into LD_PRELOAD (after
+ * whatever is there already), so the program and its children read
+ * /sys/class/infiniband and /dev/infiniband as softrnic's view of them
+ * (docs/sysfs-view.md).  SOFTRNIC_SYSFS_VIEW=0 leaves it out. */
+static void preload_sysfs_map(const char *libdir)
+{
+	const char *off = getenv("SOFTRNIC_SYSFS_VIEW"), *old = getenv("LD_PRELOAD");
+	char lib[PATH_MAX], *val;
+
+	if ((off && strcmp(off, "0") == 0) ||
+	    snprintf(lib, sizeof(lib), "%s/libsoftrnic_sysfs_map.so", libdir) >= (int)sizeof(lib) ||
+	    access(lib, R_OK) != 0 || (old && strstr(old, lib)))
+		return;
+	if (asprintf(&val, "%s%s%s", old && *old ? old : "", old && *old ? ":" : "", lib) < 0)
+		return;
+	setenv("LD_PRELOAD", val, 1);
+	free(val);
+}
+
 static int prepend_libdir(void)
 {
 	char libdir[PATH_MAX], real[PATH_MAX];
@@ -71,6 +92,7 @@ static int prepend_libdir(void)
 		return -1;
 	rc = setenv("LD_LIBRARY_PATH", val, 1);
 	free(val);
+	preload_sysfs_map(libdir);
 	return rc;
 }
 
@@ -148,6 +170,8 @@ static int run_run(int argc, char **argv)
 	}
 	if (prepend_libdir())
 		return 1;
+	/* Writes (or refreshes) the sysfs view before CMD looks at it. */
+	ibv_free_device_list(ibv_get_device_list(NULL));
 	preload_sanitizers();
 	execvp(argv[optind], argv + optind);
 	if (errno == ENOENT) {

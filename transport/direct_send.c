@@ -251,6 +251,7 @@ struct direct_msg {
 	uint64_t len;
 	bool write, imm, solicited;
 	bool grh;                    /* UD: src starts with the GRH slot */
+	uint8_t sl;                  /* UD: wc.sl (ud_wc_sl) */
 	uint32_t imm_data;
 	uint64_t remote_addr;        /* write only */
 	uint32_t rkey;
@@ -509,7 +510,7 @@ take:
 	cqe->wc.src_qp = rc->qpn;
 	cqe->wc.pkey_index = 0;
 	cqe->wc.slid = 0;
-	cqe->wc.sl = 0;
+	cqe->wc.sl = m->sl;
 	cqe->wc.dlid_path_bits = 0;
 	cqe->rq_head = r_head;
 	cqe->rq_tag = d->rq_tag;
@@ -578,6 +579,7 @@ int direct_send_ud(struct srn_rc_state *rc, struct direct_qp *d, bool imm, uint3
 		.ns = 1 + npay,
 		.len = WIRE_GRH_LEN + (uint64_t)len,
 		.grh = true,
+		.sl = ud_wc_sl(rc->l3.family),
 		.imm = imm,
 		.solicited = solicited,
 		.imm_data = imm ? imm_be : 0,

@@ -336,6 +336,11 @@ void ud_mcast_rx(struct srn_engine *eng, const struct wire_pkt *pkt,
 /* ud.c: the 40-byte GRH slot a receive buffer starts with, for a packet
  * of RoCE length len (BTH .. ICRC) that came in as l3 says. */
 void ud_grh(const struct wire_l3 *l3, uint32_t len, uint8_t out[WIRE_GRH_LEN]);
+/* ud.c: wc.sl of a UD receive completion: the datagram's L3 header type
+ * (1 = IPv6, 2 = IPv4), the RoCE packet type ConnectX reports there.  RoCE
+ * carries no service level, and UCX's UD transport reads this to find the
+ * destination address in the GRH slot (it drops IPv4 datagrams otherwise). */
+uint8_t ud_wc_sl(int family);
 /* ud.c: point rc->peer / rc->l3 / rc->dqpn at the destination of a WR
  * (rc_tx sends there).  false: unreachable from this device (wrong
  * family, or a group it cannot send to). */

@@ -214,6 +214,11 @@ void ud_grh(const struct wire_l3 *l3, uint32_t len, uint8_t out[WIRE_GRH_LEN])
 		memcpy(out, hdrs, 40);
 }
 
+uint8_t ud_wc_sl(int family)
+{
+	return family == AF_INET ? 2 : 1;
+}
+
 static bool ud_place(struct srn_rc_state *rc, struct srn_pd *pd, struct srn_recv_wqe *r,
 		     uint64_t off, const uint8_t *src, uint32_t len)
 {
@@ -234,7 +239,7 @@ static bool ud_place(struct srn_rc_state *rc, struct srn_pd *pd, struct srn_recv
 }
 
 static void ud_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r, enum ibv_wc_status st,
-		       const struct wire_pkt *k, uint32_t byte_len)
+		       const struct wire_pkt *k, const struct wire_l3 *l3, uint32_t byte_len)
 {
 	struct srn_qp *qp = rc->qp;
 	struct ibv_wc wc;
@@ -248,6 +253,7 @@ static void ud_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r, enum ibv
 		wc.byte_len = byte_len;
 		wc.src_qp = k->sqpn;
 		wc.wc_flags = IBV_WC_GRH;
+		wc.sl = ud_wc_sl(l3->family);
 		if (wire_opcodes[k->opcode].caps & WIRE_HAS_IMMDT) {
 			wc.imm_data = k->imm_be;
 			wc.wc_flags |= IBV_WC_WITH_IMM;
@@ -286,17 +292,17 @@ void ud_rx(struct srn_rc_state *rc, const struct wire_pkt *k, const struct wire_
 		return;
 	}
 	if (WIRE_GRH_LEN + (uint64_t)k->payload_len > r->length) {
-		ud_recv_wc(rc, r, IBV_WC_LOC_LEN_ERR, k, 0);
+		ud_recv_wc(rc, r, IBV_WC_LOC_LEN_ERR, k, l3, 0);
 		return;
 	}
 	pd = qp->srq ? qp->srq->pd : qp->pd;
 	ud_grh(l3, len, grh);
 	if (!ud_place(rc, pd, r, 0, grh, WIRE_GRH_LEN) ||
 	    !ud_place(rc, pd, r, WIRE_GRH_LEN, k->payload, k->payload_len)) {
-		ud_recv_wc(rc, r, IBV_WC_LOC_PROT_ERR, k, 0);
+		ud_recv_wc(rc, r, IBV_WC_LOC_PROT_ERR, k, l3, 0);
 		return;
 	}
-	ud_recv_wc(rc, r, IBV_WC_SUCCESS, k, WIRE_GRH_LEN + k->payload_len);
+	ud_recv_wc(rc, r, IBV_WC_SUCCESS, k, l3, WIRE_GRH_LEN + k->payload_len);
 }
 
 void ud_mcast_rx(struct srn_engine *eng, const struct wire_pkt *pkt,

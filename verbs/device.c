@@ -196,17 +196,19 @@ static struct srn_device *make_device(const struct ifaddrs *ifa_list,
 	make_guid(dev);
 	dev->index = idx;
 
-	/* The ibv_device fields programs print.  There is no sysfs behind
-	 * these paths; they only look like a kernel device's. */
+	/* The ibv_device fields programs print.  The paths are the kernel's
+	 * until the sysfs view (verbs/sysfs_view.c) points them into its
+	 * tree; dev_name has softrnic's prefix, so it never names a kernel
+	 * device's node in /dev/infiniband. */
 	dev->ibdev.node_type = IBV_NODE_CA;
 	dev->ibdev.transport_type = IBV_TRANSPORT_IB; /* RoCE reports IB, as rxe */
 	if (devname)
 		snprintf(dev->ibdev.name, sizeof(dev->ibdev.name), "%s", devname);
 	else
 		snprintf(dev->ibdev.name, sizeof(dev->ibdev.name), "srn_%s", ifname);
-	snprintf(dev->ibdev.dev_name, sizeof(dev->ibdev.dev_name), "uverbs%d", idx);
+	snprintf(dev->ibdev.dev_name, sizeof(dev->ibdev.dev_name), "srn_uverbs%d", idx);
 	snprintf(dev->ibdev.dev_path, sizeof(dev->ibdev.dev_path),
-		 "/sys/class/infiniband_verbs/uverbs%d", idx);
+		 "/sys/class/infiniband_verbs/srn_uverbs%d", idx);
 	snprintf(dev->ibdev.ibdev_path, sizeof(dev->ibdev.ibdev_path),
 		 "/sys/class/infiniband/%.*s", IBV_SYSFS_NAME_MAX, dev->ibdev.name);
 	return dev;
@@ -319,6 +321,7 @@ static void build_device_list(void)
 	else
 		discover_all(ifa_list);
 	freeifaddrs(ifa_list);
+	srn_sysfs_view_refresh(srn_devices, srn_num_devices, !(spec && *spec));
 }
 
 /* ---- helpers shared inside the library ---------------------------------- */
@@ -394,7 +397,7 @@ SRN_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 	return device ? srn_dev(device)->node_guid : 0;
 }
 
-/* Position in the device list (also the N of "uverbsN"). */
+/* Position in the device list (also the N of "srn_uverbsN"). */
 SRN_EXPORT int ibv_get_device_index(struct ibv_device *device)
 {
 	return device ? srn_dev(device)->index : -1;

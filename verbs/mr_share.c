@@ -97,6 +97,33 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* Re-backing is invisible to the application (same addresses, same
+ * contents), so it must stay invisible to the hooks some install on
+ * mmap/mremap/munmap/madvise too: UCX's memory events (ucm) took the
+ * MAP_FIXED replace inside ibv_reg_mr for the application unmapping its
+ * buffer, and its registration cache then deregistered and re-registered
+ * live buffers (io_demo read back zeros).  Hence system calls, not the
+ * libc symbols such hooks patch. */
+static void *vm_mmap(void *at, size_t n, int prot, int flags, int fd, off_t off)
+{
+	return (void *)syscall(SYS_mmap, at, n, prot, flags, fd, off);
+}
+
+static void *vm_mremap(void *old, size_t n, void *at)
+{
+	return (void *)syscall(SYS_mremap, old, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, at);
+}
+
+static void vm_munmap(void *p, size_t n)
+{
+	syscall(SYS_munmap, p, n);
+}
+
+static void vm_madvise(void *p, size_t n, int advice)
+{
+	syscall(SYS_madvise, p, n, advice);
+}
+
 #define SHARE_DEFAULT_MAX_MB 1024u
 /* Each backing splits its mapping into up to three VMAs: bounded well
  * below vm.max_map_count (65530), beyond it MRs stay unshared. */
@@ -502,9 +529,9 @@ static int copy_in(uintptr_t start, size_t len, uint64_t off)
  * replace: the range is never unmapped in between. */
 static int place(uintptr_t at, size_t n, uint64_t off, char *t, bool to_fd)
 {
-	void *r = to_fd ? mmap((void *)at, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-			       share_fd, (off_t)off)
-			: mremap(t, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at);
+	void *r = to_fd ? vm_mmap((void *)at, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+				  share_fd, (off_t)off)
+			: vm_mremap(t, n, (void *)at);
 
 	return r == MAP_FAILED ? -errno : 0;
 }
@@ -546,7 +573,7 @@ static int swap_in(uintptr_t start, size_t len, uint64_t off, char *t, bool to_f
  * the fork child handler calls it.  0 or -errno. */
 static int restore_anon(const struct srn_mr_share *b)
 {
-	char *t = mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *t = vm_mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	off_t pos = (off_t)b->off, end = (off_t)(b->off + b->len), d, h;
 	int err = 0;
 
@@ -560,14 +587,14 @@ static int restore_anon(const struct srn_mr_share *b)
 		if (h < 0 || h > end)
 			h = end;
 		/* fault the pages in by the batch, then copy (best effort) */
-		madvise(t + (d - (off_t)b->off), (size_t)(h - d), MADV_POPULATE_WRITE);
+		vm_madvise(t + (d - (off_t)b->off), (size_t)(h - d), MADV_POPULATE_WRITE);
 		err = xfer(share_fd, t + (d - (off_t)b->off), (size_t)(h - d), (uint64_t)d, false);
 		pos = h;
 	}
 	if (!err)
 		err = swap_in(b->start, b->len, b->off, t, false);
 	if (err)
-		munmap(t, b->len);   /* what was not moved yet */
+		vm_munmap(t, b->len);   /* what was not moved yet */
 	return err;
 }
 
@@ -585,7 +612,7 @@ static void populate(uintptr_t start, size_t len, uint64_t off)
 		h = lseek(share_fd, d, SEEK_HOLE);
 		if (h < 0 || h > end)
 			h = end;
-		madvise((void *)(start + (uint64_t)d - off), (size_t)(h - d), MADV_POPULATE_WRITE);
+		vm_madvise((void *)(start + (uint64_t)d - off), (size_t)(h - d), MADV_POPULATE_WRITE);
 		pos = h;
 	}
 }

@@ -2,6 +2,7 @@
  * Values are what the engine really supports (verbs/srn.h srn_limits);
  * capability flags are only those softrnic honours. */
 #include "verbs/srn.h"
+#include "verbs/device.h"
 #include "verbs/export.h"
 #include "verbs/version.h"
 
@@ -161,7 +162,7 @@ static void port_speed(const struct srn_device *dev, uint8_t *width, uint8_t *sp
 	*speed = (uint8_t)v;
 }
 
-static void fill_port_attr(struct srn_device *dev, struct ibv_port_attr *p)
+void srn_dev_port_attr(struct srn_device *dev, struct ibv_port_attr *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->state = IBV_PORT_ACTIVE;
@@ -189,7 +190,7 @@ static int srn_query_port(struct ibv_context *context, uint8_t port_num,
 
 	if (!context || !port_attr || port_num != SRN_PORT)
 		return EINVAL;
-	fill_port_attr(ctx_dev(context), &full);
+	srn_dev_port_attr(ctx_dev(context), &full);
 	memcpy(port_attr, &full,
 	       port_attr_len < sizeof(full) ? port_attr_len : sizeof(full));
 	return 0;

@@ -3,6 +3,7 @@
  * kernel-structure copies, sysfs accessors, rdma_event_str, and rpoll /
  * rselect on ordinary descriptors (rsockets themselves: test_rsocket). */
 #include <errno.h>
+#include <limits.h>
 #include <infiniband/sa.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
@@ -218,14 +219,34 @@ static void t_kern_copy(void)
 
 static void t_sysfs(void)
 {
-	char buf[64];
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_device *lo = NULL;
+	const char *root;
+	char buf[64], dir[PATH_MAX];
 
-	printf("sysfs accessors: no sysfs for a user-space device -> ENOENT\n");
+	printf("sysfs accessors: the sysfs view's root and files\n");
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "srn_lo"))
+			lo = list[i];
+	T_CHECK(lo != NULL, "srn_lo listed");
+	root = ibv_get_sysfs_path();
+	T_CHECK(root && !strncmp(root, "/dev/shm/softrnic-sysfs-", 24), "sysfs path %s",
+		root ? root : "(null)");
+	if (lo && root) {
+		snprintf(dir, sizeof(dir), "%s/class/infiniband/srn_lo", root);
+		T_CHECK(!strcmp(lo->ibdev_path, dir), "ibdev_path %s under the root", lo->ibdev_path);
+		T_CHECK(ibv_read_sysfs_file(lo->ibdev_path, "node_type", buf, sizeof(buf)) == 5 &&
+			!strcmp(buf, "1: CA"), "node_type read, newline dropped: '%s'", buf);
+		T_CHECK(ibv_read_sysfs_file(lo->ibdev_path, "ports/1/link_layer", buf, 4) == 3 &&
+			!strcmp(buf, "Eth"), "short buffer: truncated, terminated");
+		T_CHECK(ibv_read_sysfs_file(root, "class/infiniband/srn_lo/ports/1/gid_attrs/types/0",
+					    buf, sizeof(buf)) == 7 && !strcmp(buf, "RoCE v2"),
+			"GID 0 type RoCE v2");
+	}
 	errno = 0;
-	T_CHECK(ibv_get_sysfs_path() == NULL && errno == ENOENT, "sysfs path");
-	errno = 0;
-	T_CHECK(ibv_read_sysfs_file("/sys/class/infiniband/srn_lo", "node_desc", buf,
-				    sizeof(buf)) == -1 && errno == ENOENT, "read sysfs");
+	T_CHECK(ibv_read_sysfs_file("/sys/class/infiniband/srn_nosuch", "node_desc", buf,
+				    sizeof(buf)) == -1 && errno == ENOENT, "missing file: ENOENT");
+	ibv_free_device_list(list);
 }
 
 static void t_cm(void)

@@ -694,10 +694,9 @@ static void case_api(struct rdma_event_channel *ch, int port)
 	      "the port is free again once that process died");
 	CHECK(ntohs(rdma_get_src_port(id)) == port && rdma_get_local_addr(id)->sa_family == AF_INET,
 	      "rdma_get_src_port / rdma_get_local_addr");
-	/* Linux binds a loopback address as it binds the wildcard: no device
-	 * until a destination is resolved (libfabric's verbs provider counts on
-	 * it).  Resolving 127.0.0.1 then takes the loopback device. */
-	CHECK(id->verbs == NULL, "bound to 127.0.0.1: no device yet, as with the wildcard");
+	/* 127.0.0.1 is srn_lo's address: the bind attaches it. */
+	CHECK(id->verbs && !strcmp(ibv_get_device_name(id->verbs->device), "srn_lo"),
+	      "bound to 127.0.0.1: device srn_lo");
 	{
 		struct sockaddr_in lo = t_cm_loopback(port);
 

@@ -6,9 +6,10 @@
  *    no node, no service and no hints: EINVAL;
  *  - rdma_getaddrinfo("localhost") passive, RAI_FAMILY AF_INET: 127.0.0.1
  *    as the source;
- *  - rdma_bind_addr of a loopback address attaches no device, as the
- *    wildcard does (the provider reads id->verbs == NULL as "every
- *    device"; a device there made it drop every other device's domains);
+ *  - rdma_bind_addr of a loopback address no device owns attaches no
+ *    device, as the wildcard does (the provider reads id->verbs == NULL
+ *    as "every device"); 127.0.0.1 attaches srn_lo, the device that owns
+ *    it, and the provider then keeps srn_lo's domains only;
  *  - rdma_create_ep passive: bound, no device, listens;
  *  - rdma_migrate_id of a synchronous id that holds its last event (the
  *    provider's connecting endpoint): returns, and later events come on
@@ -115,16 +116,18 @@ static void bind_loopback(int port)
 	/* Every address of 127.0.0.0/8 is loopback, not only 127.0.0.1. */
 	a.sin_addr.s_addr = htonl(0x7f000001);
 	T_OK(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0 &&
-	     rdma_bind_addr(id, (struct sockaddr *)&a) == 0 && id->verbs == NULL &&
+	     rdma_bind_addr(id, (struct sockaddr *)&a) == 0 && id->verbs &&
+	     !strcmp(ibv_get_device_name(id->verbs->device), "srn_lo") &&
 	     ntohs(rdma_get_src_port(id)) != 0,
-	     "rdma_bind_addr(127.0.0.1:0): bound (port %u), no device", ntohs(rdma_get_src_port(id)));
+	     "rdma_bind_addr(127.0.0.1:0): bound (port %u) to its device, srn_lo",
+	     ntohs(rdma_get_src_port(id)));
 	T_OK(((struct sockaddr_in *)rdma_get_local_addr(id))->sin_addr.s_addr == a.sin_addr.s_addr,
 	     "the local address stays 127.0.0.1");
 	rdma_destroy_id(id);
 	a.sin_addr.s_addr = htonl(0x7f000002);
 	T_OK(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0 &&
 	     rdma_bind_addr(id, (struct sockaddr *)&a) == 0 && id->verbs == NULL,
-	     "rdma_bind_addr(127.0.0.2): bound, no device");
+	     "rdma_bind_addr(127.0.0.2), an address no device owns: bound, no device");
 	rdma_destroy_id(id);
 
 	/* The sync id's resolution then takes the loopback address's device. */

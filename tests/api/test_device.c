@@ -91,7 +91,7 @@ int main(int argc, char **argv)
 		T_OK(ibv_get_device_guid(d) != 0, "%s: non-zero node GUID", name);
 		T_OK(d->node_type == IBV_NODE_CA, "%s: node_type CA", name);
 		T_OK(d->transport_type == IBV_TRANSPORT_IB, "%s: transport IB (RoCE)", name);
-		T_OK(!strncmp(d->dev_name, "uverbs", 6), "%s: dev_name %s", name, d->dev_name);
+		T_OK(!strncmp(d->dev_name, "srn_uverbs", 10), "%s: dev_name %s", name, d->dev_name);
 		T_OK(strstr(d->ibdev_path, name) != NULL, "%s: ibdev_path %s", name, d->ibdev_path);
 		for (int k = 0; k < 20; k++) {
 			struct ibv_context *c = ibv_open_device(d);

@@ -90,10 +90,10 @@ static void every_size(void)
 			      "%u B%s: received", n, imm ? " + imm" : "");
 			CHECK(wc.wr_id == (uint64_t)slot && wc.opcode == IBV_WC_RECV &&
 			      wc.byte_len == 40 + n && wc.qp_num == b.qp->qp_num &&
-			      wc.src_qp == a.qp->qp_num && (wc.wc_flags & IBV_WC_GRH),
-			      "%u B: wr_id %llu byte_len %u qp_num %u src_qp %u flags %#x", n,
+			      wc.src_qp == a.qp->qp_num && (wc.wc_flags & IBV_WC_GRH) && wc.sl == 2,
+			      "%u B: wr_id %llu byte_len %u qp_num %u src_qp %u flags %#x sl %u", n,
 			      (unsigned long long)wc.wr_id, wc.byte_len, wc.qp_num, wc.src_qp,
-			      wc.wc_flags);
+			      wc.wc_flags, wc.sl);
 			CHECK(!!(wc.wc_flags & IBV_WC_WITH_IMM) == imm &&
 			      (!imm || ntohl(wc.imm_data) == 0x3000 + k), "%u B: immediate", n);
 			CHECK(tu_payload_ok(&b, slot, n, v), "%u B: payload after the GRH slot", n);

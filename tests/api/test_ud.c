@@ -66,6 +66,8 @@ int main(void)
 	     wc.byte_len);
 	T_OK((wc.wc_flags & IBV_WC_GRH) && wc.src_qp == a.qp->qp_num,
 	     "IBV_WC_GRH set, src_qp %u is the sender", wc.src_qp);
+	T_OK(wc.sl == 2, "wc.sl %u: the RoCE packet type IPv4 (2), as ConnectX reports; UCX's UD reads it",
+	     wc.sl);
 	T_OK(tu_payload_ok(&b, 0, 1000, 0x33), "payload after the 40-byte GRH slot");
 	grh = b.buf;
 	T_OK(grh[20] == 0x45 && grh[20 + 9] == 17 && !memcmp(grh + 20 + 12, a.gid.raw + 12, 4) &&
