@@ -477,8 +477,9 @@ static uint64_t requester_timers(struct srn_rc_state *rc, uint64_t now)
 				completer_fail(rc, IBV_WC_RETRY_EXC_ERR);
 				return 0;
 			}
-			if (rc->retry_cnt != 7)
-				rc->retry_left--;
+			/* 7 is seven retries: only rnr_retry's 7 means
+			 * for ever (ibv_modify_qp(3), IBTA 9.7.6.1.3) */
+			rc->retry_left--;
 			/* the peer may have been unknown or moved */
 			rc_resolve_path(rc);
 			requester_rewind(rc, rc->una_psn);

@@ -80,7 +80,7 @@ struct srn_rc_state {
 	uint32_t since_ackreq;
 	uint64_t rd_chunk;           /* bytes per READ request */
 	uint64_t timeout_ns;         /* local ACK timeout, 0 = infinite */
-	int retry_cnt, rnr_retry;    /* as set; 7 = infinite */
+	int retry_cnt, rnr_retry;    /* as set; rnr_retry 7 = infinite */
 	int retry_left, rnr_left;
 	uint64_t retry_at;           /* retransmit deadline, 0 = off */
 	uint64_t rnr_at;             /* end of an RNR wait, 0 = off */
