@@ -85,6 +85,7 @@ void completer_retire_sent(struct srn_rc_state *rc)
 static void progress_made(struct srn_rc_state *rc)
 {
 	rc->gap_valid = false;
+	rc->rewound = false;
 	rc->retry_left = rc->retry_cnt;
 	rc->rnr_left = rc->rnr_retry;
 	rc->retry_at = 0;
@@ -219,6 +220,14 @@ static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 		switch (syn) {
 		case WIRE_AETH_NAK_PSN_SEQ:
 			rc_count(rc, SRN_CNT_comp_nak_seq);
+			/* once per gap: we went back to psn already and
+			 * nothing came since (a copy, or sent before our
+			 * resent packets arrived); the timer covers a
+			 * resend that is lost */
+			if (rc->rewound && rc->rewound_psn == psn) {
+				rc_count(rc, SRN_CNT_comp_nak_seq_stale);
+				return;
+			}
 			requester_rewind(rc, psn);
 			return;
 		case WIRE_AETH_NAK_INV_REQ:
