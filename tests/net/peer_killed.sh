@@ -13,6 +13,9 @@
 t_need ib_write_bw ib_send_bw
 t_netns_up srnpk 192.168.78
 BOUND=30
+# device names of this run: a namespace pair of another test with the
+# same interface names must not share our registry and inboxes
+DA=srn_pk$$a DB=srn_pk$$b
 
 # kill_in_ns NS NAME: SIGKILL the processes called NAME in namespace NS
 # (all started by this test).
@@ -27,11 +30,11 @@ kill_in_ns() {
 # the server is killed once the client has run for 2 s.
 round() {
 	local label=$1 prog=$2 sargs=$3 cargs=$4 spid cpid t0 t1 cli
-	SOFTRNIC_DEVICES=vA timeout -k 2 120 ip netns exec "$NA" "$SOFTRNIC" run -- $prog $sargs \
+	SOFTRNIC_DEVICES=vA=$DA timeout -k 2 120 ip netns exec "$NA" "$SOFTRNIC" run -- $prog $sargs \
 		>"$T_TMP/$prog.server" 2>&1 &
 	spid=$!
 	sleep 0.5
-	SOFTRNIC_DEVICES=vB timeout -k 2 120 ip netns exec "$NB" "$SOFTRNIC" run -- $prog $cargs \
+	SOFTRNIC_DEVICES=vB=$DB timeout -k 2 120 ip netns exec "$NB" "$SOFTRNIC" run -- $prog $cargs \
 		>"$T_TMP/$prog.client" 2>&1 &
 	cpid=$!
 	sleep 2
@@ -71,7 +74,7 @@ round() {
 
 for prog in ib_write_bw ib_send_bw; do
 	port=$(t_port)
-	round "$prog, server killed" $prog "-d srn_vA -x 0 -F -p $port -s 65536 -D 60" \
-		"-d srn_vB -x 0 -F -p $port -s 65536 -D 60 192.168.78.1"
+	round "$prog, server killed" $prog "-d $DA -x 0 -F -p $port -s 65536 -D 60" \
+		"-d $DB -x 0 -F -p $port -s 65536 -D 60 192.168.78.1"
 done
 t_done
