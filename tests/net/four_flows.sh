@@ -13,7 +13,7 @@
 . "$(dirname "$0")/../lib/netns.sh"
 t_need ib_write_bw ibv_rc_pingpong
 t_netns_up srnff 192.168.80
-DA=srn_ff$$a DB=srn_ff$$b
+t_netns_devs ff
 N=4
 
 # flows NAME "ARGS": N servers in NA, then N clients in NB, ports apart;

@@ -9,9 +9,7 @@
 . "$(dirname "$0")/../lib/netns.sh"
 t_need ibv_rc_pingpong ibv_devinfo
 t_netns_up srnmt 192.168.79
-# device names of this run: a namespace pair of another test with the
-# same interface names must not share our registry
-DA=srn_mt$$a DB=srn_mt$$b
+t_netns_devs mt
 
 mtu=$(SOFTRNIC_DEVICES=vA=$DA timeout 10 ip netns exec "$NA" "$SOFTRNIC" run -- ibv_devinfo -d $DA |
 	awk '/active_mtu/ {print $2; exit}')

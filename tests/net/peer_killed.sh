@@ -13,9 +13,7 @@
 t_need ib_write_bw ib_send_bw
 t_netns_up srnpk 192.168.78
 BOUND=30
-# device names of this run: a namespace pair of another test with the
-# same interface names must not share our registry and inboxes
-DA=srn_pk$$a DB=srn_pk$$b
+t_netns_devs pk
 
 # kill_in_ns NS NAME: SIGKILL the processes called NAME in namespace NS
 # (all started by this test).
