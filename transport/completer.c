@@ -85,6 +85,7 @@ void completer_retire_sent(struct srn_rc_state *rc)
 static void progress_made(struct srn_rc_state *rc)
 {
 	rc->gap_valid = false;
+	rc->rewound = false;
 	rc->retry_left = rc->retry_cnt;
 	rc->rnr_left = rc->rnr_retry;
 	rc->retry_at = 0;
@@ -219,6 +220,14 @@ static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 		switch (syn) {
 		case WIRE_AETH_NAK_PSN_SEQ:
 			rc_count(rc, SRN_CNT_comp_nak_seq);
+			/* once per gap: we went back to psn already and
+			 * nothing came since (a copy, or sent before our
+			 * resent packets arrived); the timer covers a
+			 * resend that is lost */
+			if (rc->rewound && rc->rewound_psn == psn) {
+				rc_count(rc, SRN_CNT_comp_nak_seq_stale);
+				return;
+			}
 			requester_rewind(rc, psn);
 			return;
 		case WIRE_AETH_NAK_INV_REQ:
@@ -477,8 +486,9 @@ static uint64_t requester_timers(struct srn_rc_state *rc, uint64_t now)
 				completer_fail(rc, IBV_WC_RETRY_EXC_ERR);
 				return 0;
 			}
-			if (rc->retry_cnt != 7)
-				rc->retry_left--;
+			/* 7 is seven retries: only rnr_retry's 7 means
+			 * for ever (ibv_modify_qp(3), IBTA 9.7.6.1.3) */
+			rc->retry_left--;
 			/* the peer may have been unknown or moved */
 			rc_resolve_path(rc);
 			requester_rewind(rc, rc->una_psn);

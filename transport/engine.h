@@ -38,7 +38,8 @@
 	X(direct_vm)                                                       \
 	X(rx_forwarded)                                                    \
 	X(engine_wakes) X(engine_rx_batches) X(engine_defers) X(engine_takeovers) \
-	X(ack_held) X(roce_port_taken) X(comp_ack_handoffs) X(engine_spin_kicks)
+	X(ack_held) X(roce_port_taken) X(comp_ack_handoffs) X(engine_spin_kicks) \
+	X(req_retx_packets) X(comp_nak_seq_stale)
 
 enum srn_counter {
 #define SRN_CNT_ENUM(n) SRN_CNT_##n,

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "net/shm_ring.h"
 #include "net/udp.h"
 #include "transport/engine.h"
 #include "verbs/srn.h"
@@ -29,13 +30,17 @@ enum {
 enum {
 	RC_WINDOW_BYTES = 8 << 20,
 	RC_REMOTE_WINDOW_BYTES = 1 << 20,
+	RC_REMOTE_WINDOW_PKTS = NET_SHM_SLOTS * 3 / 4,
 	RC_MIN_WINDOW_PKTS = 16,
 	RC_MAX_WINDOW_PKTS = 2048,
 };
 
-/* A NAK or read re-request for the same PSN is repeated at most this
- * often: once per gap is the rule (IBTA 9.7.5.2.2), but when the resent
- * packet is lost as well this beats waiting for the ACK timeout. */
+/* A read re-request for the same PSN is repeated at most this often:
+ * once per gap is the rule, but when the resent request's answer is lost
+ * as well this beats waiting for the ACK timeout.  (The responder's
+ * PSN-sequence NAK is sent once per gap, IBTA 9.7.5.2.2: repeated, it made
+ * the requester go back N again for each copy while the first resend was
+ * still under way.) */
 #define RC_RENAK_NS (1000 * 1000ull)
 
 enum rc_resp_msg { RC_MSG_NONE, RC_MSG_SEND, RC_MSG_WRITE };
@@ -80,13 +85,20 @@ struct srn_rc_state {
 	uint32_t since_ackreq;
 	uint64_t rd_chunk;           /* bytes per READ request */
 	uint64_t timeout_ns;         /* local ACK timeout, 0 = infinite */
-	int retry_cnt, rnr_retry;    /* as set; 7 = infinite */
+	int retry_cnt, rnr_retry;    /* as set; rnr_retry 7 = infinite */
 	int retry_left, rnr_left;
 	uint64_t retry_at;           /* retransmit deadline, 0 = off */
 	uint64_t rnr_at;             /* end of an RNR wait, 0 = off */
 	uint64_t resume_at;          /* retry after a full socket, 0 = off */
 	uint32_t rnr_psn;            /* resend from here after the RNR wait */
 	bool rnr_wait;
+	/* go-back-N: once per NAK or timeout.  A PSN-sequence NAK for the
+	 * PSN we went back to, with nothing acknowledged since, is stale
+	 * (sent before our resent packets arrived) or duplicated */
+	bool rewound;
+	uint32_t rewound_psn;
+	uint32_t req_hi_psn;         /* 1 + the highest PSN sent (retransmits
+				      * are the packets below it) */
 
 	/* completer */
 	uint64_t resp_off;           /* bytes of the head READ placed */
@@ -99,7 +111,6 @@ struct srn_rc_state {
 	uint32_t drain_epsn;         /* epsn when an ACK last emptied the SQ */
 	uint32_t msn;                /* message sequence number */
 	bool nak_sent;               /* sequence/RNR NAK sent for epsn */
-	uint64_t nak_at;             /* when */
 	enum rc_resp_msg in_msg;     /* multi-packet message in progress */
 	uint64_t msg_off;            /* bytes of it received */
 	uint64_t wr_va;              /* RDMA WRITE in progress */

@@ -35,6 +35,12 @@ static uint32_t peer_window_pkts(const struct srn_rc_state *rc, uint8_t *pool)
 			bytes = (uint64_t)rc->eng->udp.rcvbuf / 4;
 	}
 	w = (uint32_t)rc_pmtu_div(rc, bytes);
+	/* A remote QP may belong to an engine beside the one holding port
+	 * 4791 there, which hands its packets on through a shared-memory
+	 * inbox of NET_SHM_SLOTS per sender (qp_forward.c): more in flight
+	 * than that overruns it whenever that engine waits for a CPU. */
+	if (*pool == 1 && w > RC_REMOTE_WINDOW_PKTS)
+		w = RC_REMOTE_WINDOW_PKTS;
 	return w < RC_MIN_WINDOW_PKTS ? RC_MIN_WINDOW_PKTS : w;
 }
 
@@ -228,6 +234,23 @@ static int wqe_payload(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t
 				 SRN_MAX_SGE, &w->sge0_base, &w->sge0_gen);
 }
 
+/* n PSNs from psn went out: the next is after them; below the highest
+ * sent before, they were retransmissions. */
+static void sent_psns(struct srn_rc_state *rc, uint32_t psn, uint32_t n)
+{
+	uint32_t end = wire_psn_add(psn, n);
+
+	rc->req_psn = end;
+	if (wire_psn_diff(end, rc->req_hi_psn) > 0) {
+		if (wire_psn_diff(psn, rc->req_hi_psn) < 0)
+			rc_count_n(rc, SRN_CNT_req_retx_packets,
+				   (uint32_t)wire_psn_diff(rc->req_hi_psn, psn));
+		rc->req_hi_psn = end;
+	} else {
+		rc_count_n(rc, SRN_CNT_req_retx_packets, n);
+	}
+}
+
 /* Build and send the next packet of w (at byte offset w->sent).
  * Returns 0 and advances on success; -EAGAIN; -EFAULT on a local
  * protection error (bad lkey / bounds). */
@@ -258,7 +281,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 		if (ret)
 			return ret;
 		w->sent += len;
-		rc->req_psn = wire_psn_add(psn, adv);
+		sent_psns(rc, psn, adv);
 		return 0;
 	}
 	if (rc_is_atomic(w)) {
@@ -272,7 +295,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 		if (ret)
 			return ret;
 		w->sent = 8;
-		rc->req_psn = wire_psn_add(psn, 1);
+		sent_psns(rc, psn, 1);
 		return 0;
 	}
 
@@ -315,7 +338,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 		w->sent += len;
 		if (last)
 			w->sent = w->length; /* zero-length message: one packet */
-		rc->req_psn = wire_psn_add(psn, 1);
+		sent_psns(rc, psn, 1);
 		return 0;
 	}
 }
@@ -567,6 +590,8 @@ void requester_rewind(struct srn_rc_state *rc, uint32_t psn)
 		return;
 	}
 	rc_count(rc, SRN_CNT_req_retransmits);
+	rc->rewound = true;
+	rc->rewound_psn = psn;
 	qp->sq.next = i;
 	for (uint32_t j = i; j != qp->sq.tail; j++) {
 		struct srn_send_wqe *w = rc_sq(qp, j);

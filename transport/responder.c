@@ -366,7 +366,8 @@ static enum resp_state check_psn(struct srn_rc_state *rc, struct resp_pkt *p)
 		return RS_DUPLICATE;
 	if (d > 0) {
 		rc_count(rc, SRN_CNT_resp_psn_ahead);
-		if (rc->nak_sent && srn_now_ns() - rc->nak_at < RC_RENAK_NS)
+		/* one NAK per gap, until epsn arrives (IBTA 9.7.5.2.2) */
+		if (rc->nak_sent)
 			return RS_DROP;
 		return RS_NAK_SEQ;
 	}
@@ -656,13 +657,11 @@ static enum resp_state resp_step(struct srn_rc_state *rc, struct resp_pkt *p,
 		/* Once per gap: later packets of the gap are dropped. */
 		rc_count(rc, SRN_CNT_resp_nak_seq);
 		rc->nak_sent = true;
-		rc->nak_at = srn_now_ns();
 		send_aeth(rc, rc->epsn, WIRE_AETH_NAK_PSN_SEQ);
 		return RS_DONE;
 	case RS_NAK_RNR:
 		rc_count(rc, SRN_CNT_resp_nak_rnr);
 		rc->nak_sent = true;
-		rc->nak_at = srn_now_ns();
 		send_aeth(rc, rc->epsn, WIRE_AETH_RNR_NAK | (rc->min_rnr & 0x1f));
 		return RS_DONE;
 	case RS_ERR_INV_REQ:

@@ -92,6 +92,7 @@ void srn_qp_ex_init(struct srn_qp *qp);
 /* qp_state.c: the IBTA modify_qp rules, pure (unit-testable). */
 struct srn_qp_check_env {
 	int num_gids;                /* valid GID table entries (sgid_index) */
+	enum ibv_mtu active_mtu;     /* the port's; 0: not checked */
 };
 /* Required and optional attribute masks of cur -> next for type; false if
  * the transition is not allowed at all. */

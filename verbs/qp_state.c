@@ -231,6 +231,11 @@ static int check_values(const struct ibv_qp_attr *a, int mask,
 	if ((mask & IBV_QP_PATH_MTU) &&
 	    (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
 		return EINVAL;
+	/* Above the port's active MTU the packets would not fit the link
+	 * (IP_PMTUDISC_DO: the kernel refuses to send them) and the QP would
+	 * hang: refused, as RoCE NICs refuse it, rather than clamped. */
+	if ((mask & IBV_QP_PATH_MTU) && env->active_mtu && a->path_mtu > env->active_mtu)
+		return EINVAL;
 	if ((mask & IBV_QP_AV) && check_ah(&a->ah_attr, env))
 		return EINVAL;
 	if ((mask & IBV_QP_ALT_PATH) &&
@@ -361,6 +366,7 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		return EINVAL;
 	qp = srn_qp(ibqp);
 	env.num_gids = qp->ctx->dev ? qp->ctx->dev->num_gids : 0;
+	env.active_mtu = qp->ctx->dev ? srn_dev_active_mtu(qp->ctx->dev) : 0;
 
 	pthread_mutex_lock(&qp->lock);
 	old = ibqp->state;

@@ -159,6 +159,26 @@ static __attribute__((unused)) int t_connect(struct t_end *e, uint32_t my_psn, c
 		       ? -1 : 0;
 }
 
+/* Two ends on srn_lo connected to each other (PSNs 100 and 200) with
+ * these timeout, retry_cnt and rnr_retry; skips (77) without srn_lo. */
+static __attribute__((unused)) void t_pair(struct t_end *a, struct t_end *b, int timeout,
+					   int retry, int rnr)
+{
+	struct t_conn ia, ib;
+
+	if (t_end_init(a) || t_end_init(b)) {
+		printf("SKIP: srn_lo or a verb it needs is not available\n");
+		exit(77);
+	}
+	ia = t_info(a, 100);
+	ib = t_info(b, 200);
+	if (t_connect(a, 100, &ib, timeout, retry, rnr) ||
+	    t_connect(b, 200, &ia, timeout, retry, rnr)) {
+		fprintf(stderr, "FAIL: connect\n");
+		exit(1);
+	}
+}
+
 /* The sum of counter name as the engines printed it at
  * ibv_close_device with SOFTRNIC_LOG=debug (stderr redirected to f). */
 static __attribute__((unused)) unsigned long long t_counter_sum(FILE *f, const char *name)

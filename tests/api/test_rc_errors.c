@@ -9,23 +9,6 @@
 #include <poll.h>
 #include "t_rc.h"
 
-static void pair(struct t_end *a, struct t_end *b, int timeout, int retry, int rnr)
-{
-	struct t_conn ia, ib;
-
-	if (t_end_init(a) || t_end_init(b)) {
-		printf("SKIP: srn_lo or a verb it needs is not available\n");
-		exit(77);
-	}
-	ia = t_info(a, 100);
-	ib = t_info(b, 200);
-	if (t_connect(a, 100, &ib, timeout, retry, rnr) ||
-	    t_connect(b, 200, &ia, timeout, retry, rnr)) {
-		fprintf(stderr, "FAIL: connect\n");
-		exit(1);
-	}
-}
-
 static void check_fatal_event(struct ibv_context *ctx, struct ibv_qp *qp, const char *what)
 {
 	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
@@ -47,7 +30,7 @@ static void bad_rkey(void)
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qi;
 
-	pair(&a, &b, 14, 7, 7);
+	t_pair(&a, &b, 14, 7, 7);
 	CHECK(!post_send(&a, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)b.buf, b.mr->rkey ^ 0x100, 0, 1),
 	      "post");
 	CHECK(!post_send(&a, IBV_WR_SEND, 0, 8, 0, 0, 0, 2), "post");
@@ -74,7 +57,7 @@ static void rnr(void)
 	struct t_end a, b;
 	struct ibv_wc wc;
 
-	pair(&a, &b, 14, 7, 0);
+	t_pair(&a, &b, 14, 7, 0);
 	CHECK(!post_send(&a, IBV_WR_SEND, 0, 8, 0, 0, 0, 1), "post");
 	CHECK(!t_wait(a.cq, &wc) && wc.wr_id == 1 && wc.status == IBV_WC_RNR_RETRY_EXC_ERR,
 	      "rnr: status %s", ibv_wc_status_str(wc.status));
@@ -85,7 +68,7 @@ static void rnr(void)
 	/* with rnr_retry 7 the send waits until a receive appears */
 	struct t_end c, d;
 
-	pair(&c, &d, 14, 7, 7);
+	t_pair(&c, &d, 14, 7, 7);
 	CHECK(!post_send(&c, IBV_WR_SEND, 0, 8, 0, 0, 0, 1), "post");
 	usleep(50000);
 	CHECK(ibv_poll_cq(c.cq, 1, &wc) == 0, "still waiting for a receive");
@@ -105,7 +88,7 @@ static void peer_gone(void)
 	uint64_t t0;
 
 	/* timeout 10 = 4.2 ms, 2 retries */
-	pair(&a, &b, 10, 2, 7);
+	t_pair(&a, &b, 10, 2, 7);
 	CHECK(!ibv_destroy_qp(b.qp), "destroy peer");
 	b.qp = NULL;
 	t0 = now_ms();
@@ -124,7 +107,7 @@ static void bad_lkey(void)
 	struct ibv_wc wc;
 	struct ibv_sge sge = { 0, 8, 0 };
 
-	pair(&a, &b, 14, 7, 7);
+	t_pair(&a, &b, 14, 7, 7);
 	sge.addr = (uintptr_t)a.buf;
 	sge.lkey = a.mr->lkey ^ 0x100;
 	struct ibv_send_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1,

@@ -21,19 +21,10 @@
 
 static void pair(struct t_end *a, struct t_end *b, int rnr, int rd_atomic)
 {
-	struct t_conn ia, ib;
-
-	if (t_end_init(a) || t_end_init(b)) {
-		printf("SKIP: srn_lo or a verb it needs is not available\n");
-		exit(77);
-	}
-	ia = t_info(a, 100);
-	ib = t_info(b, 200);
-	if (t_connect(a, 100, &ib, 14, 7, rnr) || t_connect(b, 200, &ia, 14, 7, rnr)) {
-		fprintf(stderr, "FAIL: connect\n");
-		exit(1);
-	}
+	t_pair(a, b, 14, 7, rnr);
 	if (rd_atomic != 16) {
+		struct t_conn ib = t_info(b, 200);
+
 		/* max_rd_atomic is an RTR->RTS (or SQD) attribute: redo a's
 		 * connection through RESET with the smaller value */
 		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RESET };

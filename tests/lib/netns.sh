@@ -51,3 +51,13 @@ t_ns_pair() {
 	fi
 	return 0
 }
+
+# t_netns_devs TAG: device names of this run for vA and vB, DA and DB
+# (srn_TAG<pid>a/b), whose files in /dev/shm (registry, inboxes) go with
+# the namespaces.  The registry and inboxes are named after the device: a
+# namespace pair of another test with the same interface names would share
+# them otherwise.
+t_netns_devs() {
+	DA="srn_$1$$a"; DB="srn_$1$$b"
+	trap 't_netns_down; rm -f /dev/shm/softrnic-"$DA"-* /dev/shm/softrnic-"$DB"-*' EXIT
+}

@@ -170,6 +170,25 @@ int main(void)
 	check_value(IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, 0, s_access, "unknown qp_access_flags");
 	check_value(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, 0, s_mtu0, "path_mtu 0");
 	check_value(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, 0, s_mtu6, "path_mtu 6");
+	{
+		/* a 1500-byte link: active MTU 1024; 2048 and 4096 refused */
+		const struct srn_qp_check_env e1500 = { .num_gids = 2, .active_mtu = IBV_MTU_1024 };
+		struct ibv_qp_attr a;
+		int req = 0, ureq = 0, opt = 0;
+
+		srn_qp_transition(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, &req, &opt);
+		srn_qp_transition(IBV_QPT_UC, IBV_QPS_INIT, IBV_QPS_RTR, &ureq, &opt);
+		good_attr(&a, IBV_QPS_INIT, IBV_QPS_RTR);
+		for (enum ibv_mtu m = IBV_MTU_256; m <= IBV_MTU_4096; m++) {
+			a.path_mtu = m;
+			T_CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_INIT, &a, IBV_QP_STATE | req,
+						    &e1500) == (m > IBV_MTU_1024 ? EINVAL : 0),
+				"path_mtu %d over active MTU 1024", 128 << m);
+			T_CHECK(srn_qp_modify_check(IBV_QPT_UC, IBV_QPS_INIT, &a, IBV_QP_STATE | ureq,
+						    &e1500) == (m > IBV_MTU_1024 ? EINVAL : 0),
+				"UC path_mtu %d over active MTU 1024", 128 << m);
+		}
+	}
 	check_value(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, 0, s_noglobal, "RoCE AV without GRH");
 	check_value(IBV_QPT_UC, IBV_QPS_INIT, IBV_QPS_RTR, 0, s_noglobal, "UC AV without GRH");
 	check_value(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, 0, s_sgid, "sgid_index >= num_gids");
