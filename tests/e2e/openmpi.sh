@@ -66,6 +66,15 @@ echo "  one host: mpirun exit $?"
 check_job "one host, 2 ranks" "$out" srn_lo 2
 
 # --- two hosts, four ranks -----------------------------------------------------
+# Between hosts traffic is packets on either path; SOFTRNIC_TRANSPORT=udp
+# also turns off the hand-over of packets from the port-4791 engine to the
+# host's other processes, so with 2 ranks per host only one would be
+# reachable: the job runs on the default path only.
+if [ "${SOFTRNIC_TRANSPORT:-}" = udp ]; then
+	echo "  (two-host job: default path only)"
+	t_done
+	exit
+fi
 if [ "$(id -u)" -ne 0 ] || ! ip netns list >/dev/null 2>&1; then
 	echo "  (two-host job skipped: needs root for ip netns)"
 	t_done
