@@ -27,6 +27,13 @@ case "$libdir" in
 *) t_fail "libraries in a private directory (found: ${libdir:-none})" ;;
 esac
 [ -f "$root/share/man/man1/softrnic.1" ] && t_pass "man page installed" || t_fail "man page installed"
+[ -f "$libdir/libsoftrnic_sysfs_map.so" ] && t_pass "the sysfs view's preload library installed beside them" ||
+	t_fail "the sysfs view's preload library installed beside them"
+preload=$(timeout 20 "$cli" run -- sh -c 'echo "$LD_PRELOAD"')
+case "$preload" in
+*"$(realpath "$libdir")/libsoftrnic_sysfs_map.so"*) t_pass "installed softrnic run preloads the installed sysfs map" ;;
+*) t_fail "installed softrnic run: LD_PRELOAD=$preload" ;;
+esac
 
 if out=$(timeout 20 "$cli" devices 2>&1) && echo "$out" | grep -q '^srn_lo'; then
 	t_pass "installed softrnic devices lists srn_lo"
