@@ -111,6 +111,22 @@ echo "packet carries an ICRC both ends compute: GSO->GRO with a CRC-32 per datag
 echo "moves $(fmt "$gso_icrc") GB/s, $(fmt "$(b_ratio "$gso_icrc" "$gso")") x the plain ceiling (softrnic: $(fmt "$(b_ratio "$(b_med srn:udp:write_bw 65536)" "$gso_icrc")") x that floor)."
 echo
 
+# --- Middleware -------------------------------------------------------------
+echo "## Middleware over softrnic (issue 21)"
+echo
+echo "UCX's ucx_perftest with \`UCX_TLS=rc_v\` (rc_verbs, with ud_verbs for connection setup) on srn_lo,"
+echo "each beside UCX's own transport in the same repetition; Open MPI 4.1 with pml ucx over softrnic"
+echo "beside Open MPI's TCP btl, 2 ranks of tests/mpi/mpi_check (every byte checked) on this host."
+echo
+echo "| target | softrnic | baseline (same run) | ratio | goal | status |"
+echo "|---|---|---|---|---|---|"
+target_row "UCX rc_verbs, same host ($(pathlabel default)): 1 MiB put bandwidth" "$(b_med "mw:ucx_srn:$DEF:put_bw" 1048576)" "GB/s" "UCX sm" "$(b_med base:ucx_sm:put_bw 1048576)" ">=" 0.5
+target_row "UCX rc_verbs, same host ($(pathlabel default)): 8 B put latency" "$(b_med "mw:ucx_srn:$DEF:put_lat" 8)" "us" "UCX sm" "$(b_med base:ucx_sm:put_lat 8)" "<=" 3
+target_row "UCX rc_verbs, UDP path: 64 KiB put bandwidth" "$(b_med mw:ucx_srn:udp:put_bw 65536)" "GB/s" "UCX tcp" "$(b_med base:ucx_tcp:put_bw 65536)" ">=" 2
+target_row "Open MPI over softrnic, same host: 1 MiB ping-pong bandwidth" "$(b_med mw:mpi_softrnic:bw 1048576)" "GB/s" "Open MPI btl tcp" "$(b_med mw:mpi_tcp:bw 1048576)" ">=" 2
+target_row "Open MPI over softrnic, same host: 4 B latency" "$(b_med mw:mpi_softrnic:lat 4)" "us" "Open MPI btl tcp" "$(b_med mw:mpi_tcp:lat 4)" "<=" 1
+echo
+
 # --- Bandwidth ------------------------------------------------------------
 echo "## Bandwidth vs message size (GB/s)"
 echo

@@ -6,8 +6,9 @@
 # and the raw outputs under raw/, into BUILD/bench-results/; with --update
 # into the tracked bench/results/ instead, to record a run in git.
 #
-# Usage: bench/run.sh [--quick] [--reps N] [--update] [--help]
+# Usage: bench/run.sh [--quick] [--middleware] [--reps N] [--update] [--help]
 #   --quick   one size per test and one repetition (for development)
+#   --middleware  only the middleware section (UCX, Open MPI; bench/middleware.sh)
 #   --reps N  repetitions per figure (default 3; the median is reported)
 #   --update  write the report into bench/results/ (tracked)
 # Env: SRN_BUILD (build dir, default ./build), BENCH_BUDGET (seconds after
@@ -19,6 +20,7 @@ BIN=$BUILD/bin
 OUT=$BUILD/bench-results
 SOFTRNIC=$BIN/softrnic
 QUICK=0
+ONLY_MW=0
 REPS=3
 BUDGET=${BENCH_BUDGET:-540}
 
@@ -27,7 +29,8 @@ while [ $# -gt 0 ]; do
 	--quick) QUICK=1; REPS=1 ;;
 	--reps) REPS=$2; shift ;;
 	--update) OUT=$SRC/bench/results ;;
-	-h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--middleware) ONLY_MW=1 ;;
+	-h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench: unknown option $1 (try --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -35,6 +38,7 @@ done
 
 RAW=$OUT/raw
 . "$SRC/bench/lib.sh"
+. "$SRC/bench/middleware.sh"
 trap 'b_cleanup' EXIT
 trap 'echo; echo "bench: interrupted"; exit 130' INT TERM
 
@@ -391,6 +395,8 @@ for r in $(seq "$REPS"); do
 		add step_srn_idle "$path" "$r"
 	done
 done
+[ "$ONLY_MW" = 1 ] && STEPS=()
+add_middleware
 B_TOTAL=${#STEPS[@]}
 
 echo "bench: $B_TOTAL steps, $REPS repetition(s) each figure; paths: $PATHS$([ $SAME_PATH = 1 ] && echo ' (default = udp)'); raw outputs in $RAW"
