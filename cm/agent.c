@@ -12,6 +12,7 @@
 
 #include "cm/cm.h"
 #include "net/thread.h"
+#include "net/settings.h"
 
 static pthread_mutex_t agent_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int gsi_fd = -1, wake_fd = -1;
@@ -71,11 +72,7 @@ int cm_agent_start(void)
 	/* After fork the child has no agent thread: start a fresh one. */
 	if (gsi_fd >= 0 && agent_pid == getpid())
 		goto out;
-	{
-		const char *lvl = getenv("SOFTRNIC_LOG");
-
-		cm_debug_on = lvl && !strcmp(lvl, "debug");
-	}
+	cm_debug_on = srn_log_debug();
 	fd = cm_gsi_open(&gsi_port);
 	if (fd < 0) {
 		err = -fd;

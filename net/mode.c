@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "net/mode.h"
+#include "net/settings.h"
 
 static bool shm_allowed = true;
 static bool ring_enabled;
@@ -14,22 +15,10 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void read_env(void)
 {
-	const char *e = getenv("SOFTRNIC_TRANSPORT");
-	const char *r = getenv("SOFTRNIC_SHM_RING");
-	const char *d = getenv("SOFTRNIC_DIRECT");
-	const char *dc = getenv("SOFTRNIC_DIRECT_CHANNEL");
-
-	ring_enabled = r && !strcmp(r, "1");
-	direct_enabled = !d || strcmp(d, "0");
-	direct_channel = !dc || strcmp(dc, "0");
-
-	if (!e || !*e || !strcmp(e, "auto") || !strcmp(e, "shm"))
-		return;
-	if (!strcmp(e, "udp")) {
-		shm_allowed = false;
-		return;
-	}
-	fprintf(stderr, "softrnic: SOFTRNIC_TRANSPORT=%s unknown (auto|shm|udp); using auto\n", e);
+	ring_enabled = srn_setting(SRN_SET_SHM_RING, NULL);
+	direct_enabled = srn_setting(SRN_SET_DIRECT, NULL);
+	direct_channel = srn_setting(SRN_SET_DIRECT_CHANNEL, NULL);
+	shm_allowed = srn_setting(SRN_SET_TRANSPORT, NULL) != SRN_TRANSPORT_UDP;
 }
 
 bool net_shm_allowed(void)

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "net/pcap.h"
+#include "net/settings.h"
 
 enum {
 	PCAP_MAGIC_US = 0xa1b2c3d4,
@@ -69,9 +70,9 @@ static int env_result;
 
 static void pcap_open_env_once(void)
 {
-	const char *path = getenv("SOFTRNIC_PCAP");
+	const char *path = srn_setting_str(SRN_SET_PCAP);
 
-	if (path && *path)
+	if (path)
 		env_result = net_pcap_open(path);
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "verbs/srn.h"
+#include "net/settings.h"
 
 /* Socket buffers: what we ask for, and below what (as getsockopt reports
  * it, doubled) the user is told that bandwidth will suffer. */
@@ -196,10 +197,8 @@ static struct {
 
 static void fault_init(void)
 {
-	const char *d = getenv("SOFTRNIC_TEST_DROP"), *u = getenv("SOFTRNIC_TEST_DUP");
-
-	fault.drop = d ? (unsigned int)atoi(d) : 0;
-	fault.dup = u ? (unsigned int)atoi(u) : 0;
+	fault.drop = (unsigned int)srn_setting(SRN_SET_TEST_DROP, NULL);
+	fault.dup = (unsigned int)srn_setting(SRN_SET_TEST_DUP, NULL);
 }
 
 static unsigned int fault_roll(void)

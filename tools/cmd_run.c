@@ -5,6 +5,7 @@
  * sets SOFTRNIC_* options, then execs: the exit status is the program's
  * own.  Other SOFTRNIC_* variables pass through unchanged. */
 #include "tools/cli.h"
+#include "net/settings.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -22,6 +23,7 @@ static void run_usage(FILE *out)
 		"  --devices LIST   set SOFTRNIC_DEVICES (IFNAME[=DEVNAME],...)\n"
 		"  --log LEVEL      set SOFTRNIC_LOG (e.g. debug)\n"
 		"  --pcap FILE      set SOFTRNIC_PCAP (capture every packet)\n"
+		"  --transport auto|udp  set SOFTRNIC_TRANSPORT\n"
 		"Exit status: CMD's, or 127 if CMD is not found.\n");
 }
 
@@ -58,10 +60,10 @@ static int find_libdir(char out[PATH_MAX])
  * (docs/sysfs-view.md).  SOFTRNIC_SYSFS_VIEW=0 leaves it out. */
 static void preload_sysfs_map(const char *libdir)
 {
-	const char *off = getenv("SOFTRNIC_SYSFS_VIEW"), *old = getenv("LD_PRELOAD");
+	const char *old = getenv("LD_PRELOAD");
 	char lib[PATH_MAX], *val;
 
-	if ((off && strcmp(off, "0") == 0) ||
+	if (!srn_setting(SRN_SET_SYSFS_VIEW, NULL) ||
 	    snprintf(lib, sizeof(lib), "%s/libsoftrnic_sysfs_map.so", libdir) >= (int)sizeof(lib) ||
 	    access(lib, R_OK) != 0 || (old && strstr(old, lib)))
 		return;
@@ -141,6 +143,7 @@ static int run_run(int argc, char **argv)
 		{ "devices", required_argument, NULL, 'D' },
 		{ "log", required_argument, NULL, 'L' },
 		{ "pcap", required_argument, NULL, 'P' },
+		{ "transport", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -151,7 +154,19 @@ static int run_run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'D': setenv("SOFTRNIC_DEVICES", optarg, 1); break;
-		case 'L': setenv("SOFTRNIC_LOG", optarg, 1); break;
+		case 'T':
+		case 'L': {
+			enum srn_setting_id id = c == 'T' ? SRN_SET_TRANSPORT : SRN_SET_LOG;
+			long v;
+
+			if (srn_setting_parse(id, optarg, &v) != 0) {
+				cli_err("run: %s '%s' is not valid (see softrnic settings)",
+					c == 'T' ? "--transport" : "--log", optarg);
+				return 2;
+			}
+			setenv(srn_settings[id].name, optarg, 1);
+			break;
+		}
 		case 'P':
 			/* "--pcap -- CMD" would capture into a file named "--". */
 			if (optarg[0] == '-' || !optarg[0]) {

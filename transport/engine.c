@@ -23,6 +23,7 @@
 #include "transport/rc.h"
 #include "transport/gsi_forward.h"
 #include "transport/qp_forward.h"
+#include "net/settings.h"
 
 /* A receive slot holds a whole GRO buffer (up to 64 KiB of packets). */
 enum { ENGINE_BUF = 65536, ENGINE_BATCHES_PER_WAKE = 16 };
@@ -868,7 +869,8 @@ static int linger_ncpu;
 
 static void linger_init(void)
 {
-	const char *e = getenv("SOFTRNIC_ENGINE_SPIN_US");
+	bool given;
+	long us = srn_setting(SRN_SET_ENGINE_SPIN_US, &given);
 	cpu_set_t set;
 	int ncpu = 1;
 
@@ -882,8 +884,8 @@ static void linger_init(void)
 	 * stay out of a polled exchange, and cpu_is_free() stops it while
 	 * threads wait for a CPU, it does not (measured). */
 	linger_ns = ncpu > 1 ? ENGINE_LINGER_NS : 0;
-	if (e && *e)
-		linger_ns = (uint64_t)atoll(e) * 1000;
+	if (given)
+		linger_ns = (uint64_t)us * 1000;
 }
 
 static int loadavg_fd = -1;
@@ -1056,16 +1058,16 @@ static void socket_ready(struct srn_engine *eng, struct engine_defer *d, bool fr
  * threads spin on every core; it never spins, so it cannot starve them. */
 static void engine_sched(struct srn_engine *eng)
 {
-	const char *rt = getenv("SOFTRNIC_ENGINE_RT");
+	long rt = srn_setting(SRN_SET_ENGINE_RT, NULL);
 	struct sched_param sp = { 0 };
 	int e;
 
-	if (!rt || !*rt || atoi(rt) <= 0)
+	if (rt <= 0)
 		return;
-	sp.sched_priority = atoi(rt);
+	sp.sched_priority = (int)rt;
 	e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 	if (e)
-		srn_dbg(eng, "SOFTRNIC_ENGINE_RT=%s: %s", rt, strerror(e));
+		srn_dbg(eng, "SOFTRNIC_ENGINE_RT=%ld: %s", rt, strerror(e));
 }
 
 /* Same-host inbox: before the engine blocks, make sure no packet can sit
@@ -1268,11 +1270,11 @@ static void *engine_main(void *arg)
 	 * (measured here: ib_write_lat average 160-210 -> ~50 us), at some
 	 * cost to CQ-polling latency tests.  Off by default; needs
 	 * CAP_SYS_NICE for values below 0 (failure keeps the default). */
-	const char *nice_env = getenv("SOFTRNIC_ENGINE_NICE");
+	bool nice_set;
+	long nice_val = srn_setting(SRN_SET_ENGINE_NICE, &nice_set);
 
-	if (nice_env && *nice_env &&
-	    setpriority(PRIO_PROCESS, (id_t)gettid(), atoi(nice_env)) < 0)
-		srn_dbg(eng, "SOFTRNIC_ENGINE_NICE=%s: %s", nice_env, strerror(errno));
+	if (nice_set && setpriority(PRIO_PROCESS, (id_t)gettid(), (int)nice_val) < 0)
+		srn_dbg(eng, "SOFTRNIC_ENGINE_NICE=%ld: %s", nice_val, strerror(errno));
 	engine_sched(eng);
 	linger_init();
 
@@ -1373,8 +1375,7 @@ int srn_engine_start(struct srn_context *ctx)
 {
 	struct srn_device *dev = ctx->dev;
 	struct srn_engine *eng;
-	const char *log = getenv("SOFTRNIC_LOG");
-	const char *pcap = getenv("SOFTRNIC_PCAP");
+	const char *pcap = srn_setting_str(SRN_SET_PCAP);
 	uint8_t ip[16];
 	int family, ret;
 
@@ -1386,12 +1387,12 @@ int srn_engine_start(struct srn_context *ctx)
 	eng->udp.fd = -1;
 	eng->roce.fd = -1;
 	eng->roce_port.fd = -1;
-	eng->debug = log && !strcmp(log, "debug");
+	eng->debug = srn_log_debug();
 	pthread_mutex_init(&eng->rx_lock, NULL);
 	pthread_mutex_init(&eng->qps_lock, NULL);
 	pthread_mutex_init(&eng->timer_lock, NULL);
 
-	if (pcap && *pcap && !net_pcap_enabled()) {
+	if (pcap && !net_pcap_enabled()) {
 		static atomic_flag warned = ATOMIC_FLAG_INIT;
 
 		ret = net_pcap_open(pcap);

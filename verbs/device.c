@@ -13,6 +13,7 @@
 #include "verbs/device.h"
 #include "verbs/export.h"
 #include "wire/wire.h"
+#include "net/settings.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -312,7 +313,7 @@ static void discover_listed(const struct ifaddrs *ifa_list, const char *spec)
 static void build_device_list(void)
 {
 	struct ifaddrs *ifa_list = NULL;
-	const char *spec = getenv("SOFTRNIC_DEVICES");
+	const char *spec = srn_setting_str(SRN_SET_DEVICES);
 
 	if (getifaddrs(&ifa_list) != 0)
 		return;

@@ -82,6 +82,7 @@
  */
 #include "verbs/mr_share.h"
 #include "net/mode.h"
+#include "net/settings.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -159,7 +160,7 @@ static uint64_t share_ino;       /* st_ino of share_fd */
 static uint64_t share_dev;       /* st_dev of share_fd */
 static uint64_t share_next;      /* next window, bump allocated */
 static pthread_once_t share_once = PTHREAD_ONCE_INIT;
-static size_t share_max;         /* bytes; 0 = off */
+static size_t share_max;         /* bytes; SIZE_MAX: no limit */
 static bool share_debug;
 static size_t page_size;
 
@@ -666,21 +667,12 @@ static void atfork_child(void)
 
 static void share_init(void)
 {
-	const char *e = getenv("SOFTRNIC_SHM_MR_MAX_MB");
-	const char *log = getenv("SOFTRNIC_LOG");
-	unsigned long long mb = SHARE_DEFAULT_MAX_MB;
+	unsigned long long mb = (unsigned long long)srn_setting(SRN_SET_SHM_MR_MAX_MB, NULL);
 
-	share_debug = log && !strcmp(log, "debug");
+	share_debug = srn_log_debug();
 	page_size = (size_t)sysconf(_SC_PAGESIZE);
-	if (e && *e) {
-		char *endp;
-
-		errno = 0;
-		mb = strtoull(e, &endp, 10);
-		if (errno || *endp)
-			mb = SHARE_DEFAULT_MAX_MB;
-	}
-	share_max = mb > (SIZE_MAX >> 20) ? SIZE_MAX : (size_t)mb << 20;
+	/* 0: no limit */
+	share_max = !mb || mb > (SIZE_MAX >> 20) ? SIZE_MAX : (size_t)mb << 20;
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

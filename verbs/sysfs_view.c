@@ -14,6 +14,7 @@
 #include "verbs/device.h"
 #include "verbs/version.h"
 #include "net/sysfs_root.h"
+#include "net/settings.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -338,9 +339,7 @@ void srn_sysfs_view_refresh(struct srn_device *const *devs, int n, bool complete
 {
 	struct view v = { .ok = true };
 	struct stat st;
-	const char *off = getenv("SOFTRNIC_SYSFS_VIEW");
-
-	if ((off && strcmp(off, "0") == 0) || !net_sysfs_root(v.root, sizeof(v.root)))
+	if (!srn_setting(SRN_SET_SYSFS_VIEW, NULL) || !net_sysfs_root(v.root, sizeof(v.root)))
 		return;
 	if (mkdir(v.root, 0755) != 0 && errno != EEXIST)
 		return;

@@ -76,6 +76,25 @@ if command -v ibv_devinfo >/dev/null 2>&1; then
 		"$SOFTRNIC" run --pcap /nonexistent-dir/x.pcap -- ibv_devinfo -d srn_lo
 	has "run: the bad capture path is reported" "$e" 'SOFTRNIC_PCAP=/nonexistent-dir/x.pcap: No such file or directory; not capturing'
 fi
+# Settings: one place checks every SOFTRNIC_* variable.
+expect "settings: a clean environment is valid" 0 env -u SOFTRNIC_TRANSPORT "$SOFTRNIC" settings
+has "settings: lists SOFTRNIC_TRANSPORT with its default" "$o" '^  default: auto$'
+expect "settings: bad values are refused" 1 env SOFTRNIC_LOG=foo SOFTRNIC_DIRECT=maybe \
+	SOFTRNIC_SHM_MR_MAX_MB=abc SOFTRNIC_ENGINE_SPIN_US=-5 "$SOFTRNIC" settings
+for v in "SOFTRNIC_LOG=foo.*one of: error, warn, info, debug, trace" "SOFTRNIC_DIRECT=maybe.*0 or 1" \
+	"SOFTRNIC_SHM_MR_MAX_MB=abc.*integer from 0" "SOFTRNIC_ENGINE_SPIN_US=-5.*integer from 0 to 1000000"; do
+	has "settings: names ${v%%=*} and what it takes" "$e" "$v"
+done
+if command -v ibv_devinfo >/dev/null 2>&1; then
+	expect "a bad SOFTRNIC_LOG does not stop a program" 0 env SOFTRNIC_LOG=foo "$SOFTRNIC" run -- ibv_devinfo -d srn_lo
+	n=$(grep -c 'SOFTRNIC_LOG=foo is not valid' "$e")
+	[ "$n" -eq 1 ] && t_pass "a bad SOFTRNIC_LOG is reported once ($n)" || t_fail "a bad SOFTRNIC_LOG is reported once ($n)"
+fi
+expect "run: --transport udp" 0 "$SOFTRNIC" run --transport udp -- sh -c 'echo "$SOFTRNIC_TRANSPORT"'
+has "run: --transport sets SOFTRNIC_TRANSPORT" "$o" '^udp$'
+expect "run: --transport with a bad value" 2 "$SOFTRNIC" run --transport tcp -- true
+has "run: --transport names the bad value" "$e" "run: --transport 'tcp' is not valid"
+expect "run: --log with a bad value" 2 "$SOFTRNIC" run --log loud -- true
 expect "run: SOFTRNIC_* passes through" 0 env SOFTRNIC_FOO=bar "$SOFTRNIC" run -- sh -c 'echo "$SOFTRNIC_FOO"'
 has "run: SOFTRNIC_FOO kept" "$o" '^bar$'
 expect "run: CMD's own options untouched" 0 "$SOFTRNIC" run sh -c 'echo "$0" -x' arg0
