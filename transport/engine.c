@@ -541,6 +541,8 @@ static int rx_sock(struct srn_engine *eng, int vlen)
 			n = ENGINE_SOCK_BATCH;
 	}
 	rx_end(eng, &h);
+	if (n > 0)
+		atomic_store_explicit(&eng->sock_rx_ns, net_coarse_ns(), memory_order_relaxed);
 	/* ACKs held back in the batch; after a full one, with the next, but
 	 * not for ever: under a stream that keeps every batch full, a QP
 	 * whose last packets are in it waits for its ACK (one stopped by the
@@ -786,6 +788,8 @@ static void arm_socket(struct srn_engine *eng, struct engine_defer *d)
 	arm_fd(eng, eng->udp.fd, op);
 	if (eng->roce.fd >= 0)
 		arm_fd(eng, eng->roce.fd, op);
+	/* (after the arm: see srn_engine_sock_unpark) */
+	atomic_store(&eng->sock_parked, false);
 }
 
 /* While a poller has the sockets they leave the epoll set, not just stay
@@ -803,6 +807,8 @@ static void park_socket(struct srn_engine *eng, struct engine_defer *d)
 	epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->udp.fd, NULL);
 	if (eng->roce.fd >= 0)
 		epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->roce.fd, NULL);
+	/* (after the removal: see srn_engine_sock_unpark) */
+	atomic_store(&eng->sock_parked, true);
 }
 
 /* The longest deferral step now (see ENGINE_DEFER_MAX_NS). */
@@ -1500,6 +1506,43 @@ void srn_engine_kick_spin(struct srn_engine *eng)
 		return;
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_spin_kicks], 1, memory_order_relaxed);
 	arm_fd(eng, eng->udp.fd, EPOLL_CTL_ADD);
+}
+
+/* Quiet sockets (srn_engine_sock_quiet): an application thread that polls
+ * an empty CQ whose completions come by the direct path (a peer's WRITEs
+ * land in memory it spins on; its send CQ while it posts unsignaled
+ * sends, as UCX does) would otherwise make a recvmmsg that finds nothing
+ * on every poll, costlier than the peer's whole delivery.  The quiet
+ * spell starts ENGINE_SOCK_QUIET_NS after the last datagram, so a
+ * conversation over packets keeps its pollers reading, and only the
+ * first packet after such a spell waits for the engine thread's
+ * wake-up. */
+enum { ENGINE_SOCK_QUIET_NS = 100 * 1000 * 1000 };
+
+bool srn_engine_sock_quiet(struct srn_engine *eng, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&eng->sock_rx_ns, memory_order_relaxed);
+
+	return eng->thread_running && now - last >= ENGINE_SOCK_QUIET_NS &&
+	       atomic_load_explicit(&eng->win_inflight[0], memory_order_relaxed) <= 0 &&
+	       atomic_load_explicit(&eng->win_inflight[1], memory_order_relaxed) <= 0;
+}
+
+/* The engine removes the sockets from its set, then says so (park_socket);
+ * it puts them back, then says so (arm_socket); a poller that finds the
+ * flag up takes it down, then puts them back.  Every removal is followed
+ * by the flag going up, so the flag is down only while the sockets are
+ * in the set or the engine is reading them itself.  An engine that
+ * deferred is woken by the next datagram as by srn_engine_kick_spin. */
+void srn_engine_sock_unpark(struct srn_engine *eng)
+{
+	if (!atomic_load_explicit(&eng->sock_parked, memory_order_relaxed) ||
+	    !atomic_exchange(&eng->sock_parked, false))
+		return;
+	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_sock_unparks], 1, memory_order_relaxed);
+	arm_fd(eng, eng->udp.fd, EPOLL_CTL_ADD);
+	if (eng->roce.fd >= 0)
+		arm_fd(eng, eng->roce.fd, EPOLL_CTL_ADD);
 }
 
 void srn_engine_stop(struct srn_context *ctx)

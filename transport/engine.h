@@ -39,7 +39,8 @@
 	X(rx_forwarded)                                                    \
 	X(engine_wakes) X(engine_rx_batches) X(engine_defers) X(engine_takeovers) \
 	X(ack_held) X(roce_port_taken) X(comp_ack_handoffs) X(engine_spin_kicks) \
-	X(req_retx_packets) X(comp_nak_seq_stale)
+	X(req_retx_packets) X(comp_nak_seq_stale) X(engine_sock_unparks) \
+	X(poll_sock_reads)
 
 enum srn_counter {
 #define SRN_CNT_ENUM(n) SRN_CNT_##n,
@@ -99,6 +100,10 @@ struct srn_engine {
 	uint64_t timer_armed_ns;     /* CLOCK_MONOTONIC deadline, 0 = off */
 	_Atomic uint64_t qp_due_ns;  /* earliest QP deadline asked for, 0 = none */
 	atomic_bool deferring;       /* the engine leaves the socket to a poller */
+	/* The sockets are out of the engine thread's epoll set
+	 * (park_socket); srn_engine_sock_unpark puts them back. */
+	atomic_bool sock_parked;
+	_Atomic uint64_t sock_rx_ns; /* last datagram read (coarse clock) */
 
 	struct srn_mcast *mcast;     /* multicast groups joined (mcast.c) */
 
@@ -161,6 +166,16 @@ int srn_engine_rx_poll(struct srn_engine *eng);
  * defers, the socket goes back in its epoll set, so the next packet wakes
  * it (the application may now spin on its memory). */
 void srn_engine_kick_spin(struct srn_engine *eng);
+/* May an application thread's poll leave the sockets alone (no system
+ * call)?  Yes while they are quiet: no datagram read for a while, no RC
+ * packet of ours awaiting its response.  Same-host traffic then goes by
+ * the direct path (or the inbox) and whatever comes to a socket wakes the
+ * engine thread, provided it watches the sockets (sock_parked down;
+ * srn_engine_sock_unpark). */
+bool srn_engine_sock_quiet(struct srn_engine *eng, uint64_t now);
+/* The sockets back in the engine thread's epoll set if it parked them
+ * (rx_lock held): a quiet poller no longer reads them. */
+void srn_engine_sock_unpark(struct srn_engine *eng);
 /* The end of this thread's receiving for now: the ACKs that full batches
  * left (srn_engine_rx_sock) go the way a batch's end sends them. */
 void srn_engine_rx_done(struct srn_engine *eng);

@@ -382,7 +382,7 @@ enum { PROGRESS_YIELD_EVERY = 32 };
 void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 {
 	struct srn_engine *eng = ctx->engine;
-	bool yield, kick;
+	bool yield, kick, quiet, watched;
 	int got = 0;
 
 	/* (between ibv_wr_start and ibv_wr_complete: the engine thread
@@ -394,6 +394,12 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 	/* QP deadlines that passed: while we poll, the engine thread leaves
 	 * them to us (srn_engine_arm) */
 	srn_engine_run_qp_timers(eng, now);
+	/* Quiet sockets that the engine thread watches: nothing to read
+	 * there (the inbox, if any, is still looked at: no system call) */
+	quiet = srn_engine_sock_quiet(eng, now);
+	watched = quiet && !atomic_load_explicit(&eng->sock_parked, memory_order_relaxed);
+	if (watched && !eng->inbox)
+		return;
 	if (pthread_mutex_trylock(&eng->rx_lock)) {
 		/* Someone else receives: often the engine thread, taken off
 		 * the CPU we spin on while it holds the lock (two busy
@@ -411,14 +417,18 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 		 * thread still sees remote traffic through epoll). */
 		srn_engine_rx_shm(eng, 4 * ENGINE_BATCH);
 		/* (the inbox's time stamp may be later than now) */
-		if (atomic_load_explicit(&eng->shm_rx_ns, memory_order_relaxed) +
-			    PROGRESS_SHM_RECENT_NS > now &&
-		    now - eng->shm_sock_ns < eng->shm_sock_gap) {
+		if (watched || (atomic_load_explicit(&eng->shm_rx_ns, memory_order_relaxed) +
+					PROGRESS_SHM_RECENT_NS > now &&
+				now - eng->shm_sock_ns < eng->shm_sock_gap)) {
 			pthread_mutex_unlock(&eng->rx_lock);
 			return;
 		}
 		eng->shm_sock_ns = now;
 	}
+	/* (read once more: what came before the engine watched them again) */
+	if (quiet)
+		srn_engine_sock_unpark(eng);
+	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_poll_sock_reads], 1, memory_order_relaxed);
 	eng->rx_reqs = 0;
 	eng->rx_drained = false;
 	/* a few batches while they come full: keep up with a busy peer */
