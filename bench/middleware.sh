@@ -1,6 +1,6 @@
 # Middleware over softrnic beside the same middleware's own transports, in
 # the same run (sourced by bench/run.sh, which provides RAW, BUILD, SOFTRNIC,
-# b_pair, b_record, b_progress, b_result, note, have and add):
+# b_pair, b_record, b_progress, b_result, ucx_record, note, have and add):
 #  - UCX ucx_perftest over softrnic's verbs (UCX_TLS=rc_v: rc_verbs, with
 #    ud_verbs for connection setup), against UCX_TLS=sm on one host and,
 #    on the UDP path, against UCX_TLS=tcp;
@@ -20,17 +20,7 @@ step_ucx_srn() {
 	[ "$path" = udp ] && env="$env SOFTRNIC_TRANSPORT=udp"
 	if b_pair "$name" 90 "$env $SOFTRNIC run -- ucx_perftest -p $B_PORT" \
 		"$env $SOFTRNIC run -- ucx_perftest 127.0.0.1 -p $B_PORT -t $test -s $size -n $n -w 100 -f"; then
-		local line v
-		line=$(grep -E '^ +[0-9]+ +[0-9.]+ +[0-9.]+' "$RAW/$name.client" | tail -1)
-		if [ -z "$line" ]; then b_result "FAILED (no result line)"; return; fi
-		if [ "$test" = ucp_put_bw ]; then
-			v=$(echo "$line" | awk '{ printf "%.4g", $6 * 1048576 / 1e9 }')
-			b_result "$v GB/s"
-		else
-			v=$(echo "$line" | awk '{ print $2 }')
-			b_result "$v us (median)"
-		fi
-		b_record "mw:ucx_srn:$path:${test#ucp_}" "$size" "$v"
+		ucx_record "mw:ucx_srn:$path:${test#ucp_}" "$size" "$test" "$RAW/$name.client"
 	else
 		b_result "FAILED (raw/$name.*)"
 		note "ucx_perftest over softrnic ($path) $test $size failed: see raw/$name.*"

@@ -267,6 +267,24 @@ step_iperf3() { # REP
 	fi
 }
 
+# ucx_record KEY SIZE TEST FILE: records ucx_perftest's figure from FILE's
+# final line (iters, lat 50%, avg, overall, MB/s avg, overall, msg/s avg,
+# overall; UCX's MB is 2^20 bytes): GB/s for ucp_put_bw, else the median
+# latency in us.
+ucx_record() {
+	local key=$1 size=$2 test=$3 line v
+	line=$(grep -E '^ +[0-9]+ +[0-9.]+ +[0-9.]+' "$4" | tail -1)
+	if [ -z "$line" ]; then b_result "FAILED (no result line)"; return; fi
+	if [ "$test" = ucp_put_bw ]; then
+		v=$(echo "$line" | awk '{ printf "%.4g", $6 * 1048576 / 1e9 }')
+		b_result "$v GB/s"
+	else
+		v=$(echo "$line" | awk '{ print $2 }')
+		b_result "$v us (median)"
+	fi
+	b_record "$key" "$size" "$v"
+}
+
 step_ucx() { # sm|tcp TEST SIZE REP
 	local tls=$1 test=$2 size=$3 rep=$4 name="base-ucx-$1-$2-$3-r$4" n
 	b_progress "baseline ucx_perftest UCX_TLS=$tls $test $size B (rep $rep)"
@@ -279,19 +297,7 @@ step_ucx() { # sm|tcp TEST SIZE REP
 	B_PORT=$(b_port)
 	if b_pair "$name" 60 "env UCX_TLS=$tls,self ucx_perftest -p $B_PORT" \
 		"env UCX_TLS=$tls,self ucx_perftest 127.0.0.1 -p $B_PORT -t $test -s $size -n $n -w 100 -f"; then
-		# Final line: iters, lat 50%, avg, overall, MB/s avg, overall, msg/s avg, overall.
-		# UCX's MB is 2^20 bytes too.
-		local line; line=$(grep -E '^ +[0-9]+ +[0-9.]+ +[0-9.]+' "$RAW/$name.client" | tail -1)
-		if [ -z "$line" ]; then b_result "FAILED (no result line)"; return; fi
-		local v
-		if [ "$test" = ucp_put_bw ]; then
-			v=$(echo "$line" | awk '{ printf "%.4g", $6 * 1048576 / 1e9 }')
-			b_result "$v GB/s"
-		else
-			v=$(echo "$line" | awk '{ print $2 }')
-			b_result "$v us (median)"
-		fi
-		b_record "base:ucx_$tls:${test#ucp_}" "$size" "$v"
+		ucx_record "base:ucx_$tls:${test#ucp_}" "$size" "$test" "$RAW/$name.client"
 	else
 		b_result "FAILED (raw/$name.*)"
 		note "ucx_perftest UCX_TLS=$tls $test $size failed: see raw/$name.*"
