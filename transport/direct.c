@@ -17,6 +17,7 @@
 #include "transport/direct.h"
 #include "net/clock.h"
 #include "transport/direct_priv.h"
+#include "net/life.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +194,7 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 	}
 	if (!d->peer || d->peer_pid != in.pid || d->peer_nonce != in.mrdir_nonce) {
 		peer_put(d->peer);
+		d->life = NULL;
 		d->peer = peer_get(in.pid, in.mrdir_nonce);
 		d->peer_pid = in.pid;
 		d->peer_nonce = in.mrdir_nonce;
@@ -204,6 +206,7 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 			d->retry_at = now + DIRECT_RETRY_NS;
 			return false;
 		}
+		d->life = peer_life(d->peer);
 		d->alive_at = now + DIRECT_ALIVE_NS;
 	}
 	d->access = in.access;
@@ -232,9 +235,10 @@ bool direct_qp_check(struct srn_rc_state *rc, struct direct_qp *d)
 	} else if (!qp_revalidate(rc, d, now)) {
 		return false;
 	}
-	if (now >= d->alive_at) {
-		/* A dead target's memory is still mapped here: writing it
-		 * would "succeed" where packets would time out. */
+	/* A dead target's memory is still mapped here: writing it would
+	 * "succeed" where packets would time out.  Checked on every
+	 * operation where a load tells; rate-limited where it takes a poll. */
+	if (d->life ? !net_life_alive(d->life) : now >= d->alive_at) {
 		if (!peer_alive(d->peer)) {
 			d->qp_ok = false;
 			return false;

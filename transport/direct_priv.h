@@ -64,7 +64,8 @@ struct direct_qp {
 	struct peer *peer;           /* target context's memory */
 	int peer_pid;                /* whose (pid, MR directory nonce) */
 	uint32_t peer_nonce;
-	uint64_t alive_at;           /* next liveness check */
+	const _Atomic uint32_t *life; /* peer's life word (no system call) */
+	uint64_t alive_at;           /* else: next liveness check (pidfd) */
 	struct direct_mr mr[DIRECT_MRS];
 	unsigned int mr_next;        /* round-robin replacement */
 	/* our own side: the lkeys of our gather lists, checked in our own

@@ -7,6 +7,7 @@
  * caches stay valid while it holds them.
  */
 #include "transport/peer_map.h"
+#include "net/life.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +42,7 @@ struct peer {
 	bool self;                   /* the peer is this process */
 	bool vm_denied;              /* process_vm_* refused: don't retry */
 	bool vm_ok;                  /* process_vm_* worked once */
+	const _Atomic uint32_t *life; /* its life page's word; NULL: none */
 	int pidfd;                   /* readable once pid exits; -1: none */
 	int dirfd;                   /* MR directory file, kept to remap */
 	struct srn_mrdir_entry *ent; /* directory entries (read-only) */
@@ -84,6 +86,7 @@ static void peer_free(struct peer *p)
 		close(p->dirfd);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
+	net_life_unmap(p->life);
 	for (int i = 0; i < p->n_wake; i++)
 		close(p->wake[i].fd);
 	free(p);
@@ -133,6 +136,8 @@ static bool alive_locked(struct peer *p)
 
 	if (p->self)
 		return true;
+	if (p->life)
+		return net_life_alive(p->life);
 	if (p->pidfd >= 0) {
 		pf.fd = p->pidfd;
 		pf.events = POLLIN;
@@ -146,6 +151,11 @@ static bool alive_locked(struct peer *p)
 bool peer_alive(struct peer *p)
 {
 	return alive_locked(p);
+}
+
+const _Atomic uint32_t *peer_life(const struct peer *p)
+{
+	return p->life;
 }
 
 struct peer *peer_get(int pid, uint32_t nonce)
@@ -179,8 +189,13 @@ struct peer *peer_get(int pid, uint32_t nonce)
 			p = NULL;
 			goto out;
 		}
+		if (!p->self) {
+			const struct srn_mrdir_hdr *h = p->dir;
+
+			p->life = net_life_map(pid, h->life_fd, h->life_ino);
+		}
 #ifdef SYS_pidfd_open
-		if (!p->self)
+		if (!p->self && !p->life)
 			p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 #endif
 		if (!alive_locked(p)) {

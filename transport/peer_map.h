@@ -43,9 +43,13 @@ int peer_pipe_open(int pid, int32_t pfd, uint64_t ino);
 /* True if the peer is this process (its addresses are ours). */
 bool peer_is_self(const struct peer *p);
 
-/* False once the peer's process has exited (a poll on its pidfd; a
+/* False once the peer's process has exited: one load of its life page's
+ * word (net/life.h) or, where it published none, a poll on its pidfd (a
  * system call: callers rate-limit it). */
 bool peer_alive(struct peer *p);
+/* The life page's word (hot: net_life_alive on it), or NULL: the peer is
+ * this process, or has none. */
+const _Atomic uint32_t *peer_life(const struct peer *p);
 
 /* Entry idx of the peer's MR directory (remapping if it grew), or NULL
  * if there is no such slot. */

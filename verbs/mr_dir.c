@@ -13,6 +13,7 @@
 #include "verbs/mr_dir.h"
 #include "verbs/mr_share.h"
 #include "verbs/srn.h"
+#include "net/life.h"
 #include "net/mode.h"
 
 #include <dirent.h>
@@ -104,6 +105,11 @@ int srn_mrdir_open(struct srn_context *ctx)
 	dir->hdr->version = SRN_MRDIR_VERSION;
 	dir->hdr->pid = dir->pid;
 	dir->hdr->nslots = nslots;
+	/* without a life page peers fall back to polling a pidfd */
+	if (net_life_publish(&dir->hdr->life_fd, &dir->hdr->life_ino)) {
+		dir->hdr->life_fd = -1;
+		dir->hdr->life_ino = 0;
+	}
 	/* Pairs with a reader's acquire load of magic: a reader that sees
 	 * the magic sees the header filled. */
 	atomic_thread_fence(memory_order_release);

@@ -17,13 +17,16 @@
 #include <stdio.h>
 
 #define SRN_MRDIR_MAGIC 0x52444d53u  /* "SMDR" */
-#define SRN_MRDIR_VERSION 2u
+#define SRN_MRDIR_VERSION 3u
 
 struct srn_mrdir_hdr {
 	uint32_t magic, version;
 	int32_t pid;                 /* owner */
 	uint32_t nslots;             /* entries that follow */
-	uint8_t pad[48];             /* entries start on a cache line */
+	int32_t life_fd;             /* owner's life page (net/life.h), */
+	uint32_t pad0;
+	uint64_t life_ino;           /* -1 / 0: none */
+	uint8_t pad[32];             /* entries start on a cache line */
 };
 
 struct srn_mrdir_entry {
