@@ -112,6 +112,7 @@ struct cm_event *cm_event_connect_request(struct cm_id *c, struct cm_id *l,
 
 void cm_event_queue(struct cm_channel *ch, struct cm_event *ev)
 {
+	cm_post_held(ch); /* (events keep the order of their causes) */
 	ev->owner->unacked++;
 	pthread_mutex_lock(&ch->lock);
 	ev->next = NULL;

@@ -66,6 +66,9 @@ static inline struct cm_channel *cm_chan(struct rdma_event_channel *c)
 /* Queue ev on its owner's channel (ev->ev.id must be set).  Counts it as
  * unacked on ev->owner.  Called with cm_lock held. */
 void cm_event_queue(struct cm_channel *ch, struct cm_event *ev);
+/* Posts now every DISCONNECTED that a DREQ's grace holds back on ch (before
+ * any later event of ch; cm_lock held). */
+void cm_post_held(struct cm_channel *ch);
 /* A zeroed event for id of type t and status st; NULL on ENOMEM. */
 struct cm_event *cm_event_new(struct cm_id *id, enum rdma_cm_event_type t, int st);
 /* The CONNECT_REQUEST a listener l gets for its new id c (REQ or
@@ -152,6 +155,8 @@ struct cm_id {
 	int mad_timeout_ms;
 	uint64_t mad_deadline_ms;
 	uint64_t timewait_ms;        /* when to report TIMEWAIT_EXIT, 0 = never */
+	uint64_t disc_at_ms;         /* a DREQ came: when to report
+				      * DISCONNECTED, 0 = not waiting */
 	uint64_t lookup_until_ms;
 	int dead_strikes;            /* passes that found the peer agent gone */    /* REQ with no listener yet: give up then */
 	uint8_t last_reply[WIRE_MAD_LEN]; /* REP/RTU/DREP for duplicates */

@@ -16,6 +16,8 @@ enum {
 	 * retransmission interval (1 s here, 4.3 s on Linux). */
 	CM_REQ_HOLD_MS = 500,
 	CM_TIMEWAIT_MS = 2000,       /* ~ 2 x packet life time, as Linux's order */
+	CM_DREQ_GRACE_MS = 20,       /* a DREQ's DISCONNECTED waits this long
+				      * (cm_dreq_in) */
 	CM_REQ_PDATA = 92 - WIRE_CMA_HDR_LEN,  /* 56 */
 	CM_REP_PDATA = 196,
 	CM_REJ_PDATA = 148,

@@ -87,6 +87,16 @@ void cm_post_disconnected(struct cm_id *c)
 	cm_post(c, cm_event_conn(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0));
 }
 
+void cm_post_held(struct cm_channel *ch)
+{
+	for (struct cm_id *c = cm_ids; c; c = c->next)
+		if (c->disc_at_ms && c->chan == ch) {
+			c->disc_at_ms = 0;
+			if (c->state == CM_TIMEWAIT && !c->destroying)
+				cm_post_disconnected(c);
+		}
+}
+
 void cm_dreq_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 		    const uint8_t to_ip[4])
 {
@@ -113,6 +123,21 @@ void cm_dreq_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	switch (c->state) {
 	case CM_ESTABLISHED:
 	case CM_REP_SENT:
+		c->mad_pending = false;
+		c->state = CM_TIMEWAIT;
+		if (!c->id.qp || c->sync) {
+			cm_post_disconnected(c);
+			break;
+		}
+		/* The peer's last messages are in our CQ already, but an
+		 * application that read its CQ empty just before they came
+		 * and reads its events next would see DISCONNECTED first
+		 * (libfabric's RxM then destroys the QP, and with it those
+		 * completions).  A moment's grace lets it poll them, as a
+		 * NIC's DREQ comes a network round trip after the data. */
+		c->disc_at_ms = cm_now_ms() + CM_DREQ_GRACE_MS;
+		cm_agent_wake();
+		break;
 	case CM_DREQ_SENT:
 		c->mad_pending = false;
 		c->state = CM_TIMEWAIT;

@@ -212,6 +212,16 @@ int cm_conn_timers(uint64_t now)
 
 		if (c->destroying)
 			continue;
+		if (c->disc_at_ms) {
+			if (c->state != CM_TIMEWAIT) {
+				c->disc_at_ms = 0;
+			} else if (c->disc_at_ms <= now) {
+				c->disc_at_ms = 0;
+				cm_post_disconnected(c);
+			} else if (next < 0 || (int)(c->disc_at_ms - now) < next) {
+				next = (int)(c->disc_at_ms - now);
+			}
+		}
 		if (c->timewait_ms) {
 			if (c->state != CM_TIMEWAIT) {
 				c->timewait_ms = 0;

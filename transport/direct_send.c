@@ -259,6 +259,10 @@ struct direct_msg {
 				      * buffers (a WQE: a failure after the
 				      * claim can fail it), and for a WRITE's
 				      * data (before any claim) */
+	/* RC and UC: the sender's WQE, completed once the message is placed
+	 * and before the receiver's completion shows (deliver: 2) */
+	struct srn_send_wqe *wqe;
+	enum srn_counter wqe_cnt;
 };
 
 /* RDMA WRITE with immediate: where the data goes (the responder's rkey
@@ -514,6 +518,13 @@ take:
 	cqe->wc.dlid_path_bits = 0;
 	cqe->rq_head = r_head;
 	cqe->rq_tag = d->rq_tag;
+	/* Our completion first, as a NIC's ACK would come before the
+	 * receiver can answer: a receiver that sees the message, replies
+	 * and disconnects must not find us with the send still pending
+	 * (libfabric's RxM then closes the connection, and the destroyed
+	 * QP's completion is gone). */
+	if (m->wqe && !failed)
+		direct_complete(rc, m->wqe, m->wqe_cnt);
 	/* the release store makes the data visible before the completion */
 	srn_cq_ring_commit(cqe, idx, SRN_CQE_PEER);
 	wake_if_armed(rc, d, m->solicited);
@@ -525,7 +536,7 @@ take:
 	__builtin_prefetch(&rq->wqe[r_head & (d->rq_max_wr - 1)]);
 	__builtin_prefetch((const char *)&rq->wqe[r_head & (d->rq_max_wr - 1)] + 31);
 	d->rnr_since = 0;
-	return failed ? -EIO : 1;
+	return failed ? -EIO : m->wqe ? 2 : 1;
 }
 
 int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
@@ -541,6 +552,9 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 		.remote_addr = w->remote_addr,
 		.rkey = w->rkey,
 		.vm_ok = true,
+		.wqe = w,
+		.wqe_cnt = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ? SRN_CNT_direct_write
+								 : SRN_CNT_direct_send,
 	};
 	int ret;
 
@@ -551,8 +565,8 @@ int direct_send(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wq
 	if (m.ns < 0)
 		return 0; /* the packet path reports LOC_PROT_ERR */
 	ret = deliver(rc, d, &m);
-	if (ret == 1)
-		direct_complete(rc, w, m.write ? SRN_CNT_direct_write : SRN_CNT_direct_send);
+	if (ret == 2)
+		ret = 1; /* (completed in deliver) */
 	if (ret == -ENOENT) {
 		/* UC, dropped: sent, as far as the sender can tell */
 		direct_complete(rc, w, SRN_CNT_uc_msg_dropped);

@@ -397,7 +397,11 @@ SRN_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 }
 
 /* Frees qp (any state): it leaves the QP table first so no new packet
- * finds it, then the transport lets go of it. */
+ * finds it, then the transport lets go of it.  Its completions still in
+ * the CQs are dropped, as ConnectX providers do at destroy: their wr_ids
+ * name the application's per-QP contexts, which it frees right after
+ * (libfabric's RxM did, and then polled them).  Receive completions of a
+ * QP on an SRQ stay: they are the SRQ's buffers, which still exist. */
 SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct srn_context *ctx;
@@ -416,6 +420,9 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	srn_transport_qp_destroy(qp);
 	srn_qp_unlock(qp);
 	srn_qpn_free(ctx, ibqp->qp_num);
+	srn_cq_clean_qp(qp->send_cq, ibqp->qp_num);
+	if (qp->recv_cq && qp->recv_cq != qp->send_cq && !qp->srq)
+		srn_cq_clean_qp(qp->recv_cq, ibqp->qp_num);
 
 	atomic_fetch_sub(&qp->pd->users, 1);
 	atomic_fetch_sub(&qp->send_cq->users, 1);

@@ -50,8 +50,8 @@ pp() {
 		t_pass "$label: fi_pingpong $args -c: $(echo "$rows" | tr -s ' ' | head -1)"
 	else
 		t_fail "$label: fi_pingpong $args -c (server exit $srv, client exit $cli)"
-		sed 's/^/    server | /' "$T_TMP/pp.server" | tail -8
-		sed 's/^/    client | /' "$T_TMP/pp.client" | tail -8
+		sed 's/^/    server | /' "$T_TMP/pp.server" | tail -30
+		sed 's/^/    client | /' "$T_TMP/pp.client" | tail -30
 	fi
 }
 
