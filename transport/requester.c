@@ -508,9 +508,9 @@ static bool requester_direct_run(struct srn_rc_state *rc, bool *tried)
 }
 
 /* Packets built in one run leave in GSO batches (tx.c).  An ACK the
- * responder held back for this QP goes with them: after the reply an
- * application sends when a message arrived, and when sizes match in the
- * same system call.  Only when the run sent something: a run with
+ * responder held back for this QP goes with them, ahead of them: before
+ * the reply an application sends when a message arrived, in the same
+ * system call.  Only when the run sent something: a run with
  * nothing to send (say, the completer's after an ACK that came in the
  * same GRO buffer as a request) would otherwise cost a system call of
  * its own just before the application's reply, which carries it free. */
@@ -523,6 +523,11 @@ void requester_run(struct srn_rc_state *rc)
 		return;
 	sent = atomic_load_explicit(&rc->cnt[SRN_CNT_tx_packets], memory_order_relaxed);
 	rc_tx_batch_begin();
+	/* The held ACK goes ahead of new requests: a peer that reads our
+	 * reply before the ACK it answers would complete its receive before
+	 * its send (ib_send_lat -e then polls an empty send CQ). */
+	if (rc->ack_pending && rc->type == IBV_QPT_RC && rc->qp->sq.next != rc->qp->sq.tail)
+		responder_ack_flush(rc);
 	arm = requester_run_locked(rc, tried);
 	requester_win_sync(rc);
 	/* one clock read for both the send's time stamp and the retry
