@@ -7,7 +7,8 @@
 # packets on.  Four ib_write_bw pairs (64 KiB x 500, QP timeout 18: a
 # hand-over that waits for a CPU on this shared host must not end in
 # RETRY_EXC_ERR) and then four ibv_rc_pingpong -c pairs (data checked)
-# must all complete.  Throughput is printed, not asserted.  Root only;
+# must all complete, with an idle process on each side holding port 4791
+# throughout.  Throughput is printed, not asserted.  Root only;
 # skips (77) otherwise.
 . "$(dirname "$0")/../lib/e2e.sh"
 . "$(dirname "$0")/../lib/netns.sh"
@@ -15,6 +16,23 @@ t_need ib_write_bw ibv_rc_pingpong
 t_netns_up srnff 192.168.80
 t_netns_devs ff
 N=4
+
+# An anchor on each side holds port 4791 for the whole test: an
+# ibv_rc_pingpong server no client ever reaches (its QP makes its engine
+# bind the port first).  Otherwise the first pair to finish would take
+# the port with it, and the survivors would lose what was in flight while
+# another engine takes it over (port_takeover_two_hosts.sh tests that);
+# here it is the steady hand-over that is measured.
+anchors=()
+for side in A B; do
+	ns=$NA dev=$DA
+	[ $side = B ] && ns=$NB dev=$DB
+	SOFTRNIC_DEVICES=v$side=$dev timeout -k 2 300 ip netns exec "$ns" "$SOFTRNIC" run -- \
+		ibv_rc_pingpong -g 0 -d "$dev" -p "$(t_port)" >"$T_TMP/anchor.$side" 2>&1 &
+	anchors+=($!)
+done
+trap 'kill "${anchors[@]}" 2>/dev/null; wait "${anchors[@]}" 2>/dev/null; t_netns_down; rm -f /dev/shm/softrnic-"$DA"-* /dev/shm/softrnic-"$DB"-*' EXIT
+sleep 0.5
 
 # flows NAME "ARGS": N servers in NA, then N clients in NB, ports apart;
 # every one must exit 0.
