@@ -123,9 +123,13 @@ void cm_dreq_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	switch (c->state) {
 	case CM_ESTABLISHED:
 	case CM_REP_SENT:
+	case CM_DREQ_SENT: {
+		/* (crossing DREQs: we disconnected first, nothing to wait for) */
+		bool grace = c->state != CM_DREQ_SENT && c->id.qp && !c->sync;
+
 		c->mad_pending = false;
 		c->state = CM_TIMEWAIT;
-		if (!c->id.qp || c->sync) {
+		if (!grace) {
 			cm_post_disconnected(c);
 			break;
 		}
@@ -138,11 +142,7 @@ void cm_dreq_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 		c->disc_at_ms = cm_now_ms() + CM_DREQ_GRACE_MS;
 		cm_agent_wake();
 		break;
-	case CM_DREQ_SENT:
-		c->mad_pending = false;
-		c->state = CM_TIMEWAIT;
-		cm_post_disconnected(c);
-		break;
+	}
 	default:
 		break;
 	}

@@ -478,11 +478,10 @@ SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
  * the application's pollers consume it.  Entries still being written (a
  * same-host peer's delivery racing the reset, as a NIC's DMA would) are
  * left alone. */
-unsigned int srn_cq_clean_qp(struct srn_cq *cq, uint32_t qpn)
+void srn_cq_clean_qp(struct srn_cq *cq, uint32_t qpn)
 {
 	struct srn_cq_ring *r;
 	uint64_t c, p;
-	unsigned int n = 0;
 	bool closed;
 
 	pthread_mutex_lock(&cq->lock);
@@ -495,15 +494,12 @@ unsigned int srn_cq_clean_qp(struct srn_cq *cq, uint32_t qpn)
 		struct srn_cqe_slot *s = &r->ent[i & (cq->size - 1)];
 
 		if (atomic_load_explicit(&s->seq, memory_order_acquire) == (uint32_t)(i + 1) &&
-		    !(s->flags & SRN_CQE_SKIP) && s->wc.qp_num == qpn) {
+		    !(s->flags & SRN_CQE_SKIP) && s->wc.qp_num == qpn)
 			__atomic_store_n(&s->flags, s->flags | SRN_CQE_SKIP, __ATOMIC_RELEASE);
-			n++;
-		}
 	}
 	if (!closed)
 		atomic_fetch_and(&r->prod, ~SRN_CQ_CLOSED);
 	pthread_mutex_unlock(&cq->lock);
-	return n;
 }
 
 /* Up to n completions, oldest first: read them where they are, then claim

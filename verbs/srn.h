@@ -191,7 +191,7 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited);
 void srn_cq_notify_peers(struct srn_context *ctx);
 /* Drop the completions of QP qpn waiting in cq (the QP went to RESET).
  * Takes cq->lock. */
-unsigned int srn_cq_clean_qp(struct srn_cq *cq, uint32_t qpn);
+void srn_cq_clean_qp(struct srn_cq *cq, uint32_t qpn);
 /* qp starts (added) or stops receiving into cq (verbs/cq.c). */
 void srn_cq_recv_qp(struct srn_cq *cq, struct srn_qp *qp, bool added);
 
