@@ -5,7 +5,10 @@
 #ifndef NET_PROC_H
 #define NET_PROC_H
 
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +44,25 @@ static inline uint64_t net_proc_start_time(pid_t pid)
 	if (!p || sscanf(p, " %llu", &t) != 1)
 		return 0;
 	return t;
+}
+
+/* An owner word: pid in the high 32 bits, the low 32 bits of its start
+ * time below, so that a recycled pid does not pass for the owner. */
+static inline uint64_t net_proc_word(pid_t pid)
+{
+	return (uint64_t)(uint32_t)pid << 32 | (uint32_t)net_proc_start_time(pid);
+}
+
+static inline bool net_proc_word_alive(uint64_t w)
+{
+	pid_t pid = (pid_t)(w >> 32);
+
+	if (pid <= 0)
+		return false;
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return false;
+	/* EPERM (another user's) or alive: the start time decides */
+	return (uint32_t)net_proc_start_time(pid) == (uint32_t)w;
 }
 
 #endif

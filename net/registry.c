@@ -47,6 +47,7 @@ static_assert(sizeof(struct net_reg_slot) == 128, "registry slot is two cache li
 struct net_registry {
 	struct net_reg_slot *slots;  /* NET_REG_SLOTS entries, shared */
 	uint64_t me;                 /* our owner word */
+	_Atomic uint32_t next;       /* where our next claim looks first; 0: anywhere */
 };
 
 #define REG_BYTES (sizeof(struct net_reg_slot) * (size_t)NET_REG_SLOTS)
@@ -154,14 +155,24 @@ int net_registry_alloc(struct net_registry *reg, uint16_t port, int family,
 	/* A fork()ed child inherits the parent's owner word: refresh it. */
 	if ((pid_t)(reg->me >> 32) != getpid())
 		reg->me = owner_word(getpid(), net_proc_start_time(getpid()));
-	if (getrandom(&start, sizeof(start), GRND_NONBLOCK) != sizeof(start))
-		start = (uint32_t)time(NULL) ^ (uint32_t)getpid() * 2654435761u;
-	start %= span;
+	/* An engine's QPNs follow each other from a random start: few
+	 * spans for the port-4791 program (net/steer.h), and a freed QPN is
+	 * not handed out again until the engine has gone round the table. */
+	start = atomic_load_explicit(&reg->next, memory_order_relaxed);
+	if (start) {
+		start -= NET_REG_FIRST_QPN;
+	} else {
+		if (getrandom(&start, sizeof(start), GRND_NONBLOCK) != sizeof(start))
+			start = (uint32_t)time(NULL) ^ (uint32_t)getpid() * 2654435761u;
+		start %= span;
+	}
 	for (uint32_t k = 0; k < span; k++) {
 		uint32_t i = NET_REG_FIRST_QPN + (start + k) % span;
 
 		if (try_claim(reg, i, where)) {
 			*qpn = i;
+			atomic_store_explicit(&reg->next, i + 1 < NET_REG_SLOTS ? i + 1 : NET_REG_FIRST_QPN,
+					      memory_order_relaxed);
 			return 0;
 		}
 	}

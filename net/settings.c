@@ -40,6 +40,8 @@ const struct srn_setting srn_settings[SRN_SET_COUNT] = {
 		"write every RoCEv2 packet sent and received to this pcap file" },
 	[SRN_SET_SYSFS_VIEW] = { "SOFTRNIC_SYSFS_VIEW", SRN_KIND_BOOL, 0, 1, NULL, 1, true, "1",
 		"0: no sysfs view (no tree in /dev/shm, softrnic run preloads nothing)" },
+	[SRN_SET_STEER] = { "SOFTRNIC_STEER", SRN_KIND_BOOL, 0, 1, NULL, 1, true, "1",
+		"0: only one engine per address receives at port 4791 and hands the others' packets on" },
 	[SRN_SET_ENGINE_SPIN_US] = { "SOFTRNIC_ENGINE_SPIN_US", SRN_KIND_INT, 0, 1000000, NULL,
 		0, false, "30 with more than one CPU, 0 with one",
 		"how long an engine thread polls its socket after the last packet before it sleeps" },

@@ -152,24 +152,12 @@ static uint64_t me_word(void)
 {
 	static _Atomic uint64_t cached;
 	uint64_t w = atomic_load(&cached);
-	pid_t pid = getpid();
 
-	if (w && (pid_t)(w >> 32) == pid)
+	if (w && (pid_t)(w >> 32) == getpid())
 		return w;
-	w = (uint64_t)(uint32_t)pid << 32 | (uint32_t)net_proc_start_time(pid);
+	w = net_proc_word(getpid());
 	atomic_store(&cached, w);
 	return w;
-}
-
-static bool word_alive(uint64_t w)
-{
-	pid_t pid = (pid_t)(w >> 32);
-
-	if (pid <= 0)
-		return false;
-	if (kill(pid, 0) < 0 && errno == ESRCH)
-		return false;
-	return (uint32_t)net_proc_start_time(pid) == (uint32_t)w;
 }
 
 static inline void cpu_relax(void)
@@ -208,7 +196,7 @@ static bool inbox_in_use(const char *path)
 	close(fd);
 	if (n != (ssize_t)sizeof(h))
 		return false;   /* truncated: a creator died before sizing it */
-	return h.owner != 0 && word_alive(h.owner);
+	return h.owner != 0 && net_proc_word_alive(h.owner);
 }
 
 /* Inboxes of processes that exited without closing their device stay in
@@ -433,7 +421,7 @@ static int claim_lane(struct net_shm_peer *p)
 
 		/* ours already: another (stale) view of this inbox in this
 		 * process writes there; two producers would break SPSC */
-		if (cur == me || (cur != 0 && word_alive(cur)))
+		if (cur == me || (cur != 0 && net_proc_word_alive(cur)))
 			continue;
 		if (!atomic_compare_exchange_strong(&lane->owner, &cur, me))
 			continue;
@@ -469,7 +457,7 @@ static struct net_shm_peer *peer_open(const char *path)
 		goto fail;
 	map_set(&p->m, base);
 	p->owner = atomic_load(&p->m.h->owner);
-	if (!header_ok(p->m.h) || !word_alive(p->owner)) {
+	if (!header_ok(p->m.h) || !net_proc_word_alive(p->owner)) {
 		munmap(base, SHM_BYTES);
 		errno = ENOENT;
 		goto fail;
@@ -515,7 +503,7 @@ struct net_shm_peer *net_shm_peer_get(const char *dev, uint16_t port)
 		if (!strcmp(p->path, path) && p->st_dev == st.st_dev && p->st_ino == st.st_ino &&
 		    atomic_load(&p->m.h->owner) == p->owner)
 			break;
-	if (p && !word_alive(p->owner))
+	if (p && !net_proc_word_alive(p->owner))
 		p = NULL;   /* the owner died; a successor will make a new file */
 	if (!p) {
 		/* Entries of replaced inboxes stay listed (never unmapped):

@@ -101,8 +101,10 @@ static int grow_buf(int fd, int opt, int force_opt, const char *name)
 	return got;
 }
 
-/* Bind to ip:4791, or (fallback) to an ephemeral port when 4791 is taken. */
-static int udp_open(struct net_udp *u, int family, const uint8_t *ip, bool fallback)
+/* Bind to ip:4791 (roce), with an ephemeral port as fallback, or to an
+ * ephemeral port alone. */
+static int udp_open(struct net_udp *u, int family, const uint8_t *ip, bool roce, bool fallback,
+		    bool reuse)
 {
 	struct sockaddr_storage ss;
 	struct net_addr a = { .family = family, .port = SRN_ROCE_UDP_PORT };
@@ -145,7 +147,13 @@ static int udp_open(struct net_udp *u, int family, const uint8_t *ip, bool fallb
 	u->rcvbuf = grow_buf(fd, SO_RCVBUF, SO_RCVBUFFORCE, "rmem");
 
 	/* No SO_REUSEADDR: on UDP it would let a second process bind 4791
-	 * too and steal our packets.  4791 goes to whoever is first. */
+	 * too and steal our packets.  4791 goes to whoever is first, or to
+	 * the group of our engines, where a program steers each datagram
+	 * (net/steer.h; only sockets of one user can join it). */
+	if (roce && reuse)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
+	if (!roce)
+		a.port = 0;
 	len = to_sockaddr(&a, &ss);
 	if (bind(fd, (struct sockaddr *)&ss, len) < 0) {
 		if (!fallback) {
@@ -154,6 +162,11 @@ static int udp_open(struct net_udp *u, int family, const uint8_t *ip, bool fallb
 			close(fd);
 			return -e;
 		}
+		/* an ephemeral port shared with another socket of ours
+		 * would make a group of two: not reusable */
+		int off = 0;
+
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof(off));
 		a.port = 0;
 		len = to_sockaddr(&a, &ss);
 		if (bind(fd, (struct sockaddr *)&ss, len) < 0) {
@@ -170,14 +183,14 @@ static int udp_open(struct net_udp *u, int family, const uint8_t *ip, bool fallb
 	return 0;
 }
 
-int net_udp_open(struct net_udp *u, int family, const uint8_t *ip)
+int net_udp_open(struct net_udp *u, int family, const uint8_t *ip, unsigned int flags)
 {
-	return udp_open(u, family, ip, true);
+	return udp_open(u, family, ip, flags & NET_UDP_ROCE_FIRST, true, flags & NET_UDP_REUSEPORT);
 }
 
-int net_udp_open_roce(struct net_udp *u, int family, const uint8_t *ip)
+int net_udp_open_roce(struct net_udp *u, int family, const uint8_t *ip, unsigned int flags)
 {
-	return udp_open(u, family, ip, false);
+	return udp_open(u, family, ip, true, false, flags & NET_UDP_REUSEPORT);
 }
 
 void net_udp_close(struct net_udp *u)

@@ -26,13 +26,21 @@ struct net_udp {
 	bool gso_off;                /* UDP_SEGMENT refused once: send one by one */
 };
 
-/* Bind to ip (family AF_INET: 4 bytes; AF_INET6: 16), port 4791 if free,
- * else an ephemeral port.  0 or -errno. */
-int net_udp_open(struct net_udp *u, int family, const uint8_t *ip);
+/* How net_udp_open binds. */
+enum {
+	NET_UDP_ROCE_FIRST = 1,      /* port 4791 if free, else ephemeral */
+	NET_UDP_REUSEPORT = 2,       /* 4791 joins the address's SO_REUSEPORT
+				      * group of engines (net/steer.h) */
+};
+
+/* Bind to ip (family AF_INET: 4 bytes; AF_INET6: 16), as flags say (0:
+ * an ephemeral port).  0 or -errno. */
+int net_udp_open(struct net_udp *u, int family, const uint8_t *ip, unsigned int flags);
 /* The same socket, but port 4791 only: 0, -EADDRINUSE while another socket
- * holds it, or another -errno (transport/engine.c takes the port over
- * with it when its holder goes, see net/roce_port.h). */
-int net_udp_open_roce(struct net_udp *u, int family, const uint8_t *ip);
+ * holds it (one not in our group), or another -errno (transport/engine.c
+ * takes the port over with it when its holder goes, see net/roce_port.h,
+ * or joins the group with NET_UDP_REUSEPORT). */
+int net_udp_open_roce(struct net_udp *u, int family, const uint8_t *ip, unsigned int flags);
 void net_udp_close(struct net_udp *u);
 
 /* Send one datagram gathered from iov.  0, -EAGAIN (socket buffer full:

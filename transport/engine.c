@@ -23,6 +23,7 @@
 #include "transport/rc.h"
 #include "transport/gsi_forward.h"
 #include "transport/qp_forward.h"
+#include "transport/steer.h"
 #include "net/settings.h"
 
 /* A receive slot holds a whole GRO buffer (up to 64 KiB of packets). */
@@ -289,6 +290,8 @@ static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold
 		srn_srq_notify_peers(eng->ctx);
 		return;
 	}
+	if (m->len == NET_STEER_PROBE_LEN && m->buf[0] == 0xff && srn_steer_probe(eng, m))
+		return; /* a census of port 4791's group (net/steer.h) */
 	h->pkts++;
 	h->bytes += m->len;
 	if (m->truncated) {
@@ -1196,7 +1199,8 @@ static void roce_try(struct srn_engine *eng)
 
 	net_roce_port_begin(&eng->roce_port, eng->udp.local.family, eng->udp.local.ip);
 	if (!srn_engine_holds_roce_port(eng) &&
-	    net_udp_open_roce(&u, eng->udp.local.family, eng->udp.local.ip) == 0) {
+	    net_udp_open_roce(&u, eng->udp.local.family, eng->udp.local.ip,
+			      srn_steer_roce_flags(eng)) == 0) {
 		if (epoll_add(eng->epfd, u.fd, EPOLLIN | EPOLLONESHOT)) {
 			net_udp_close(&u);
 		} else {
@@ -1206,8 +1210,10 @@ static void roce_try(struct srn_engine *eng)
 			pthread_mutex_unlock(&eng->rx_lock);
 			atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_roce_port_taken], 1,
 						  memory_order_relaxed);
-			srn_dbg(eng, "took over UDP port %u (our own port: %u)",
+			srn_dbg(eng, "%s UDP port %u (our own port: %u)",
+				srn_steer_roce_flags(eng) ? "joined" : "took over",
 				SRN_ROCE_UDP_PORT, eng->udp.local.port);
+			srn_steer_joined(eng);
 		}
 	}
 	if (!srn_engine_holds_roce_port(eng))
@@ -1358,6 +1364,9 @@ static void engine_free(struct srn_engine *eng)
 	net_udp_close(&eng->udp);
 	/* the sockets before the FIFO: an engine woken finds 4791 free */
 	net_udp_close(&eng->roce);
+	/* out of the group: the others count themselves again */
+	srn_steer_leave(eng);
+	srn_steer_close(eng);
 	net_roce_port_close(&eng->roce_port);
 	net_registry_close(eng->reg);
 	pthread_mutex_destroy(&eng->rx_lock);
@@ -1392,6 +1401,7 @@ int srn_engine_start(struct srn_context *ctx)
 	eng->epfd = eng->tfd = eng->efd = eng->kfd = -1;
 	eng->udp.fd = -1;
 	eng->roce.fd = -1;
+	eng->steer.fd = -1;
 	eng->roce_port.fd = -1;
 	eng->debug = srn_log_debug();
 	pthread_mutex_init(&eng->rx_lock, NULL);
@@ -1438,9 +1448,11 @@ int srn_engine_start(struct srn_context *ctx)
 	/* a write end first (net/roce_port.h), for the case we do not get
 	 * 4791 and must watch its holder */
 	net_roce_port_begin(&eng->roce_port, family, ip);
-	ret = -net_udp_open(&eng->udp, family, ip);
+	ret = -net_udp_open(&eng->udp, family, ip, srn_steer_open(eng, family, ip));
 	if (ret)
 		goto fail;
+	if (eng->steer.fd >= 0 && eng->udp.local.port != SRN_ROCE_UDP_PORT)
+		net_steer_holder_drop(&eng->steer); /* 4791 is someone else's */
 	/* Same-host peers send through our inbox (net/shm_ring.h); without
 	 * one they use the socket. */
 	if (net_shm_allowed()) {
@@ -1463,8 +1475,16 @@ int srn_engine_start(struct srn_context *ctx)
 		goto fail;
 	}
 	/* 4791 went to the first engine on the address: it keeps the FIFO's
-	 * write end, the others watch for it to let go */
-	roce_settle(eng);
+	 * write end.  The others join its group (net/steer.h), or, where
+	 * they cannot, watch for it to let go. */
+	if (srn_engine_holds_roce_port(eng)) {
+		srn_steer_joined(eng);
+		roce_settle(eng);
+	} else if (srn_steer_roce_flags(eng)) {
+		roce_try(eng);
+	} else {
+		roce_settle(eng);
+	}
 	ret = net_thread_start(&eng->thread, NULL, engine_main, eng);
 	if (ret)
 		goto fail;
@@ -1506,6 +1526,8 @@ void srn_engine_kick_spin(struct srn_engine *eng)
 		return;
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_spin_kicks], 1, memory_order_relaxed);
 	arm_fd(eng, eng->udp.fd, EPOLL_CTL_ADD);
+	if (eng->roce.fd >= 0)
+		arm_fd(eng, eng->roce.fd, EPOLL_CTL_ADD);
 }
 
 /* Quiet sockets (srn_engine_sock_quiet): an application thread that polls

@@ -15,6 +15,7 @@
 
 #include "net/registry.h"
 #include "net/roce_port.h"
+#include "net/steer.h"
 #include "net/udp.h"
 #include "verbs/srn.h"
 
@@ -40,7 +41,7 @@
 	X(engine_wakes) X(engine_rx_batches) X(engine_defers) X(engine_takeovers) \
 	X(ack_held) X(roce_port_taken) X(comp_ack_handoffs) X(engine_spin_kicks) \
 	X(req_retx_packets) X(comp_nak_seq_stale) X(engine_sock_unparks) \
-	X(poll_sock_reads)
+	X(poll_sock_reads) X(steer_census) X(steer_programs)
 
 enum srn_counter {
 #define SRN_CNT_ENUM(n) SRN_CNT_##n,
@@ -58,11 +59,16 @@ struct srn_engine {
 	struct srn_context *ctx;
 	struct net_udp udp;          /* the socket and our bound address */
 	struct net_registry *reg;    /* device-wide QPN -> port table */
-	/* Port 4791 taken over from an engine of this host that went
-	 * (net/roce_port.h): a second socket, received on like udp (what
-	 * we send leaves from udp).  fd -1 unless this engine took the port
-	 * over, as most never do; set under rx_lock by the engine thread. */
+	/* Port 4791 as a second socket, received on like udp (what we
+	 * send leaves from udp): our place in the address's group of
+	 * engines (net/steer.h), or the port taken over from an engine of
+	 * this host that went (net/roce_port.h).  fd -1 for the holder
+	 * (udp is 4791) and while neither applies; set under rx_lock by the
+	 * engine thread, or before it starts. */
 	struct net_udp roce;
+	struct net_steer steer;      /* the group's table (transport/steer.c) */
+	_Atomic uint64_t steer_census_ns; /* our last census */
+	_Atomic uint32_t steer_lo, steer_hi; /* QPNs the program sends us ahead */
 	struct net_roce_port roce_port; /* we hold 4791 and say so, or watch its holder */
 	uint64_t roce_retry_ns;      /* next takeover try (engine thread), 0 = none */
 	uint64_t roce_fail_ns;       /* last takeover try that lost the bind */

@@ -10,6 +10,7 @@
 #include "net/shm_ring.h"
 #include "transport/direct.h"
 #include "transport/rc.h"
+#include "transport/steer.h"
 #include "verbs/shared_rings.h"
 
 int srn_engine_attach(struct srn_context *ctx)
@@ -27,10 +28,14 @@ int srn_qpn_alloc(struct srn_context *ctx, uint32_t *qpn)
 {
 	struct srn_engine *eng = ctx->engine;
 
+	int ret;
+
 	if (!eng)
 		return ENODEV;
-	return -net_registry_alloc(eng->reg, eng->udp.local.port,
-				   eng->udp.local.family, qpn);
+	ret = -net_registry_alloc(eng->reg, eng->udp.local.port, eng->udp.local.family, qpn);
+	if (!ret)
+		srn_steer_qpn(eng, *qpn);
+	return ret;
 }
 
 void srn_qpn_free(struct srn_context *ctx, uint32_t qpn)

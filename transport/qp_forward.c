@@ -1,22 +1,23 @@
 /* transport/qp_forward: see qp_forward.h.
  *
- * Every process has its own engine and only the first on the host binds
- * UDP port 4791; the others listen on ephemeral ports the QPN registry
- * records.  A remote RoCE peer (another host, a kernel's Soft-RoCE, a NIC)
- * always sends to <our IP>:4791, so without this hand-over only the QPs of
- * the process owning 4791 could be reached from another host.  The packet
- * goes through the owner's shared-memory inbox with its original source
- * and destination (port 4791 included), so the owner checks its ICRC
- * exactly as if the wire had brought it.  Only the 4791 engine forwards
- * (the first on the address, or the one that took the port over when its
- * holder went: net/roce_port.h) and only to an engine on another port
- * than 4791 and its own, so a packet moves at most once. */
+ * A remote RoCE peer (another host, a kernel's Soft-RoCE, a NIC) always
+ * sends to <our IP>:4791, whatever process owns the destination QP.  Every
+ * engine of the address receives there, and the group's program
+ * (net/steer.h) sends each datagram to the QP's owner; what reaches
+ * another engine (a program not compiled yet, an engine that could not
+ * join the group and took the port over when its holder went:
+ * net/roce_port.h) is handed on here.  The packet goes through the
+ * owner's shared-memory inbox with its original source and destination
+ * (port 4791 included), so the owner checks its ICRC exactly as if the
+ * wire had brought it.  Only what came to 4791 is handed on, and only to
+ * the engine the registry names, so a packet moves at most once. */
 #include "transport/qp_forward.h"
 
 #include "net/mode.h"
 #include "net/registry.h"
 #include "net/shm_ring.h"
 #include "transport/engine.h"
+#include "transport/steer.h"
 
 bool srn_qp_forward(struct srn_engine *eng, const struct net_udp_msg *m, uint32_t dqpn)
 {
@@ -25,14 +26,15 @@ bool srn_qp_forward(struct srn_engine *eng, const struct net_udp_msg *m, uint32_
 	uint16_t port;
 	int family, ret;
 
-	if (!srn_engine_holds_roce_port(eng) || !net_shm_allowed() ||
-	    m->to.port != SRN_ROCE_UDP_PORT)
+	if (!srn_engine_holds_roce_port(eng) || m->to.port != SRN_ROCE_UDP_PORT)
 		return false;
-	/* 4791 in the registry: a QP of the engine that held the port
-	 * before us (gone); our own port: a QP of ours just destroyed */
+	/* our own port: a QP of ours just destroyed */
 	if (net_registry_lookup(eng->reg, dqpn, &port, &family) != 0 ||
-	    port == SRN_ROCE_UDP_PORT || port == eng->udp.local.port ||
-	    family != m->from.family)
+	    port == eng->udp.local.port || family != m->from.family)
+		return false;
+	/* the group's program did not send it to its owner (net/steer.h) */
+	srn_steer_misplaced(eng);
+	if (!net_shm_allowed())
 		return false;
 	peer = net_shm_peer_get(eng->ctx->dev->ibdev.name, port);
 	if (!peer)

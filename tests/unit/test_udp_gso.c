@@ -195,7 +195,7 @@ int main(void)
 	int d;
 
 	alarm(30);
-	if (net_udp_open(&a, AF_INET, lo) || net_udp_open(&b, AF_INET, lo))
+	if (net_udp_open(&a, AF_INET, lo, NET_UDP_ROCE_FIRST) || net_udp_open(&b, AF_INET, lo, NET_UDP_ROCE_FIRST))
 		t_skip("no UDP on 127.0.0.1");
 	printf("sockets: %u -> %u, receiver GRO %s\n", a.local.port, b.local.port,
 	       b.gro ? "on" : "off");
