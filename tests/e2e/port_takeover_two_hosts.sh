@@ -7,8 +7,11 @@
 # to B for 3 s: they go to 192.168.75.1:4791, as from any RoCE host.  A is
 # SIGKILLed: within 200 ms B holds 4791 (ss), and the stream goes on
 # (what was lost meanwhile is retransmitted).
-# Default path: A hands B's packets over (qp_forward) while it lives, so
-# it is killed mid-stream.  SOFTRNIC_TRANSPORT=udp: engines hand nothing
+# With steering (net/steer.h, the default) B joins 4791's group as it
+# starts and receives its packets straight from the kernel: A is killed
+# mid-stream on both paths.  With SOFTRNIC_STEER=0 B takes the port
+# over: A hands B's packets over (qp_forward) while it lives, so it is
+# killed mid-stream; under SOFTRNIC_TRANSPORT=udp engines hand nothing
 # over, so A is killed before the client starts.
 # Root only; skips (77) without root or `ip netns`.
 . "$(dirname "$0")/../lib/e2e.sh"
@@ -21,6 +24,13 @@ holder() {
 	ip netns exec "$NA" ss -Hulnp 'sport = :4791' 2>/dev/null |
 		sed -n 's/.*users:(("\([^"]*\)".*/\1/p' | head -1
 }
+# Every program with a socket there, sorted.
+holders() {
+	ip netns exec "$NA" ss -Hulnp 'sport = :4791' 2>/dev/null |
+		sed -n 's/.*users:(("\([^"]*\)".*/\1/p' | sort | tr '\n' ' '
+}
+steer=1
+[ "${SOFTRNIC_STEER:-1}" = 0 ] && steer=0
 
 pa=$(t_port)
 pb=$((pa + 1))
@@ -36,9 +46,15 @@ SOFTRNIC_DEVICES=vA timeout -k 2 40 ip netns exec "$NA" "$SOFTRNIC" run -- \
 	ib_write_bw -d srn_vA -x 0 -F -p "$pb" -s 65536 -D 3 >"$T_TMP/b.out" 2>&1 &
 bpid=$!
 sleep 0.5
-h=$(holder)
-[ "$h" = ibv_rc_pingpong ] && t_pass "B (ib_write_bw server) started on an ephemeral port" ||
-	t_fail "B on an ephemeral port (holder: '${h}')"
+if [ $steer = 1 ]; then
+	h=$(holders)
+	[ "$h" = "ib_write_bw ibv_rc_pingpong " ] && t_pass "B (ib_write_bw server) joined 4791's group" ||
+		t_fail "B joined 4791's group (sockets there: '${h}')"
+else
+	h=$(holder)
+	[ "$h" = ibv_rc_pingpong ] && t_pass "B (ib_write_bw server) started on an ephemeral port" ||
+		t_fail "B on an ephemeral port (holder: '${h}')"
+fi
 
 kill_a() {
 	local pids t0 t1
@@ -50,7 +66,14 @@ kill_a() {
 	wait "$apid" 2>/dev/null
 	h=$(holder)
 	ms=$(( (t1 - t0) / 1000000 ))
-	if [ "$h" = ib_write_bw ] && [ "$ms" -le 200 ]; then
+	if [ $steer = 1 ]; then
+		# B was in the group all along: what counts is that the
+		# stream goes on (below); A's socket must be gone
+		for _ in $(seq 100); do [ "$(holders)" = "ib_write_bw " ] && break; sleep 0.02; done
+		h=$(holders)
+		[ "$h" = "ib_write_bw " ] && t_pass "A SIGKILLed $1: B alone in 4791's group" ||
+			t_fail "A SIGKILLed $1: B alone in 4791's group (sockets there: '${h}')"
+	elif [ "$h" = ib_write_bw ] && [ "$ms" -le 200 ]; then
 		t_pass "A SIGKILLed $1: B holds 4791 within ${ms} ms (bound 200, ss polling included)"
 	else
 		t_fail "A SIGKILLed $1: B holds 4791 within 200 ms (holder '${h}' after ${ms} ms)"
@@ -62,7 +85,7 @@ client() {
 		ib_write_bw -d srn_vB -x 0 -F -p "$pb" -s 65536 -D 3 192.168.75.1 >"$T_TMP/c.out" 2>&1
 }
 
-if [ "${SOFTRNIC_TRANSPORT:-}" = udp ]; then
+if [ "${SOFTRNIC_TRANSPORT:-}" = udp ] && [ $steer = 0 ]; then
 	kill_a "before the stream"
 	client
 	cst=$?
