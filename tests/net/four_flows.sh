@@ -2,14 +2,18 @@
 # Several flows between the same two hosts at once (what every
 # multi-process job across hosts does): two network namespaces this test
 # creates, joined by a veth pair (192.168.80.0/24, addresses only inside
-# them), four server processes in one and four clients in the other, so
-# that on each side one engine holds port 4791 and hands the others'
-# packets on.  Four ib_write_bw pairs (64 KiB x 500, QP timeout 18: a
-# hand-over that waits for a CPU on this shared host must not end in
-# RETRY_EXC_ERR) and then four ibv_rc_pingpong -c pairs (data checked)
-# must all complete, with an idle process on each side holding port 4791
-# throughout.  Throughput is printed, not asserted.  Root only;
-# skips (77) otherwise.
+# them), four server processes in one and four clients in the other.  On
+# each side every engine receives at port 4791 through the group the
+# first one's socket leads, and the group's program sends each datagram
+# to the engine owning its QP (net/steer.h; SOFTRNIC_STEER=0: the first
+# engine hands the others' packets on).  Four ib_write_bw pairs (64 KiB x
+# 500, QP timeout 18: a process waiting for a CPU on this shared host
+# must not end in RETRY_EXC_ERR) and then four ibv_rc_pingpong -c pairs
+# (data checked) must all complete, with an idle process on each side
+# holding port 4791 throughout.  With steering, almost nothing may reach
+# the servers through their inboxes, handed on by another engine (their
+# counters, SOFTRNIC_LOG=debug).
+# Throughput is printed, not asserted.  Root only; skips (77) otherwise.
 . "$(dirname "$0")/../lib/e2e.sh"
 . "$(dirname "$0")/../lib/netns.sh"
 t_need ib_write_bw ibv_rc_pingpong
@@ -40,7 +44,8 @@ flows() {
 	local name=$1 args=$2 base i spids=() cpids=() bad=0
 	base=$(t_port)
 	for i in $(seq 1 $N); do
-		SOFTRNIC_DEVICES=vA=$DA timeout -k 2 240 ip netns exec "$NA" "$SOFTRNIC" run -- \
+		SOFTRNIC_LOG=debug SOFTRNIC_DEVICES=vA=$DA timeout -k 2 240 \
+			ip netns exec "$NA" "$SOFTRNIC" run -- \
 			$args -d $DA -p $((base + i)) >"$T_TMP/$name.s$i" 2>&1 &
 		spids+=($!)
 	done
@@ -62,6 +67,21 @@ if flows bw "ib_write_bw -x 0 -F -s 65536 -n 500 -u 18"; then
 		grep -E '^ +65536 +' "$T_TMP/bw.c$i" | awk '{printf "%s ", $4}'; done)MB/s"
 else
 	t_fail "$N ib_write_bw pairs at once"
+fi
+# what the servers' engines received, and what of it came handed on by
+# another engine (through their inboxes: the clients are on another host)
+# (a counter's line may follow perftest's last output on the same line)
+count() {
+	cat "$T_TMP"/bw.s* | grep -o "\]: $1 [0-9]*" | awk '{ s += $3 } END { print s + 0 }'
+}
+rx=$(count rx_packets)
+fw=$(count rx_shm_packets)
+if [ "${SOFTRNIC_STEER:-1}" = 0 ]; then
+	echo "  (SOFTRNIC_STEER=0: $fw of the servers' $rx packets were handed on)"
+elif [ "$rx" -gt 0 ] && [ $((fw * 100)) -le "$rx" ]; then
+	t_pass "steered: $fw of the servers' $rx packets were handed on (<= 1%)"
+else
+	t_fail "steered: $fw of the servers' $rx packets were handed on (<= 1%)"
 fi
 if flows pp "ibv_rc_pingpong -g 0 -c -s 65536 -n 200"; then
 	t_pass "$N ibv_rc_pingpong -c pairs at once, data checked: $(for i in $(seq 1 $N); do
