@@ -344,6 +344,7 @@ int net_steer_attach(int sock_fd, const struct net_steer_span *spans, int n)
 		free(prog);
 		return len;
 	}
+	memset(&fp, 0, sizeof(fp)); /* (its padding goes to the kernel too) */
 	fp.len = (unsigned short)len;
 	fp.filter = prog;
 	if (setsockopt(sock_fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)) < 0)
