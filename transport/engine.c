@@ -459,6 +459,9 @@ int srn_engine_rx_batch(struct srn_engine *eng)
 	return r == ENGINE_BATCH || n == ENGINE_SOCK_BATCH ? ENGINE_BATCH : n + r;
 }
 
+/* This thread is an engine thread (engine_main). */
+static __thread bool in_engine_thread;
+
 /* The engine whose batch-end ACKs this thread still owes (a full batch
  * skipped them: more packets were waiting). */
 static __thread struct srn_engine *rx_acks_owed;
@@ -531,9 +534,12 @@ static int rx_sock(struct srn_engine *eng, int vlen)
 	int n = rx_sock_read(eng, &eng->udp, vlen, &h);
 	bool full = n == ENGINE_SOCK_BATCH;
 
-	/* Port 4791 taken over (rare): its socket too.  A plain load when
-	 * there is none, no system call. */
-	if (__builtin_expect(eng->roce.fd >= 0, 0)) {
+	/* Port 4791 as a second socket (net/steer.h, or taken over): its
+	 * datagrams too, when one may come from another host for us (a
+	 * probe or a stray one waits for the engine thread).  A plain load
+	 * when there is none, no system call. */
+	if (__builtin_expect(eng->roce.fd >= 0, 0) &&
+	    (in_engine_thread || atomic_load_explicit(&eng->remote_qps, memory_order_relaxed) > 0)) {
 		int r = rx_sock_read(eng, &eng->roce, vlen, &h);
 
 		full = full || r == ENGINE_SOCK_BATCH;
@@ -1285,6 +1291,7 @@ static void *engine_main(void *arg)
 	bool nice_set;
 	long nice_val = srn_setting(SRN_SET_ENGINE_NICE, &nice_set);
 
+	in_engine_thread = true;
 	if (nice_set && setpriority(PRIO_PROCESS, (id_t)gettid(), (int)nice_val) < 0)
 		srn_dbg(eng, "SOFTRNIC_ENGINE_NICE=%ld: %s", nice_val, strerror(errno));
 	engine_sched(eng);
@@ -1526,7 +1533,7 @@ void srn_engine_kick_spin(struct srn_engine *eng)
 		return;
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_spin_kicks], 1, memory_order_relaxed);
 	arm_fd(eng, eng->udp.fd, EPOLL_CTL_ADD);
-	if (eng->roce.fd >= 0)
+	if (eng->roce.fd >= 0 && atomic_load_explicit(&eng->remote_qps, memory_order_relaxed) > 0)
 		arm_fd(eng, eng->roce.fd, EPOLL_CTL_ADD);
 }
 

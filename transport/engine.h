@@ -69,6 +69,11 @@ struct srn_engine {
 	struct net_steer steer;      /* the group's table (transport/steer.c) */
 	_Atomic uint64_t steer_census_ns; /* our last census */
 	_Atomic uint32_t steer_lo, steer_hi; /* QPNs the program sends us ahead */
+	/* QPs that may hear from another host, so at roce when we have a
+	 * second socket: UD ones, and RC/UC ones whose peer is elsewhere
+	 * (hooks.c).  Without any, an application thread's poll leaves
+	 * roce to the engine thread: one system call less per poll. */
+	atomic_int remote_qps;
 	struct net_roce_port roce_port; /* we hold 4791 and say so, or watch its holder */
 	uint64_t roce_retry_ns;      /* next takeover try (engine thread), 0 = none */
 	uint64_t roce_fail_ns;       /* last takeover try that lost the bind */

@@ -60,8 +60,12 @@ int srn_transport_qp_create(struct srn_qp *qp)
 	rc->qpn = qp->ex.qp_base.qp_num;
 	rc->type = qp->ex.qp_base.qp_type;
 	rc->pmtu = 1024;
-	if (rc->type == IBV_QPT_UD)
+	if (rc->type == IBV_QPT_UD) {
 		rc->pmtu = 128u << srn_dev_active_mtu(qp->ctx->dev);
+		/* a datagram may come from anywhere */
+		rc->remote_counted = true;
+		atomic_fetch_add(&eng->remote_qps, 1);
+	}
 	rc->replay_n = 1;
 	rc->replay = calloc(SRN_MAX_RD_ATOM, sizeof(*rc->replay));
 	if (!rc->replay) {
@@ -97,6 +101,8 @@ void srn_transport_qp_destroy(struct srn_qp *qp)
 		pthread_mutex_lock(&qp->lock);
 	}
 	qp->rc = NULL;
+	if (rc->remote_counted)
+		atomic_fetch_sub(&rc->eng->remote_qps, 1);
 	direct_qp_forget(rc);
 	free(rc->replay);
 	free(rc);
@@ -148,6 +154,10 @@ void rc_resolve_path(struct srn_rc_state *rc)
 	 * than sending for good to whoever holds port 4791.  Only then: a
 	 * peer engine may hold 4791 itself, and its QPs are resolved. */
 	rc->path_unresolved = local && !found;
+	if (rc->remote_counted == local) {
+		rc->remote_counted = !local;
+		atomic_fetch_add(&eng->remote_qps, local ? -1 : 1);
+	}
 	if (rc->path_unresolved)
 		srn_dbg(eng, "qp %u: dest QPN %u not in the registry yet", rc->qpn, rc->dqpn);
 	rc->peer = to;

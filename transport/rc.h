@@ -55,6 +55,7 @@ struct direct_qp;
 struct direct_ud;
 
 struct srn_rc_state {
+	bool remote_counted;         /* counted in eng->remote_qps */
 	struct srn_qp *qp;
 	struct srn_engine *eng;
 	uint32_t qpn;
