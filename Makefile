@@ -18,7 +18,7 @@ TEST_PKGS += qperf ucx-utils libfabric-bin openmpi-bin libopenmpi-dev python3-py
 DEMO_PKGS =
 BENCH_PKGS = iperf3 gnuplot-nox ucx-utils libfabric-bin
 
-.PHONY: all build deps deps-test deps-bench configure demo check bench fuzz clean \
+.PHONY: all build deps deps-test deps-bench configure demo check bench bench-flows fuzz clean \
 	install uninstall deb
 
 all: build
@@ -51,6 +51,11 @@ check: deps-test
 bench: deps-bench
 	@$(MAKE) --no-print-directory build
 	@SRN_BUILD=$(abspath $(BUILD)) bench/run.sh
+
+# Several flows between two namespaces, steering on and off (root).
+bench-flows: deps-bench
+	@$(MAKE) --no-print-directory build
+	@SRN_BUILD=$(abspath $(BUILD)) bash bench/flows.sh
 
 # Longer fuzzing than make check's smoke run: FUZZ_SECONDS per target.
 FUZZ_SECONDS ?= 300
