@@ -25,6 +25,7 @@ static pthread_mutex_t dir_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct net_cmdir *dir;
 static int dir_fd = -1;
 static uint64_t dir_me;
+static uint32_t dir_ns;      /* our network namespace (net_cmdir_netns) */
 
 static uint64_t owner_of(pid_t pid)
 {
@@ -59,6 +60,7 @@ static bool dir_lock(void)
 		dir = m;
 		dir_fd = fd;
 		dir_me = owner_of(getpid());
+		dir_ns = net_cmdir_netns();
 	}
 	while (flock(dir_fd, LOCK_EX) < 0 && errno == EINTR)
 		;
@@ -89,6 +91,8 @@ static bool port_taken(uint16_t ps, const uint8_t ip[4], uint16_t port, bool reu
 			memset(b, 0, sizeof(*b));
 			continue;
 		}
+		if (!net_cmdir_same_ns(b->netns, dir_ns))
+			continue; /* the same port in another namespace */
 		/* REUSEADDR on both sides lets non-listening ids share. */
 		if (reuse && b->reuse && !b->listening)
 			continue;
@@ -136,7 +140,7 @@ int cm_dir_bind(uint16_t ps, const uint8_t ip[4], uint16_t *port, bool reuse)
 		goto out;
 	}
 	dir->binds[slot] = (struct net_cmdir_bind){ .owner = dir_me, .ps = ps, .port = *port,
-					      .reuse = reuse };
+					      .reuse = reuse, .netns = dir_ns };
 	memcpy(dir->binds[slot].ip, ip, 4);
 	ret = slot;
 out:
@@ -169,7 +173,8 @@ int cm_dir_listen(int slot, uint16_t gsi_port)
 		struct net_cmdir_bind *o = &dir->binds[i];
 
 		if (i != slot && o->owner && o->listening && o->ps == b->ps &&
-		    o->port == b->port && ip_overlap(o->ip, b->ip) && alive(o->owner)) {
+		    o->port == b->port && ip_overlap(o->ip, b->ip) &&
+		    net_cmdir_same_ns(o->netns, dir_ns) && alive(o->owner)) {
 			ret = -EADDRINUSE;
 			break;
 		}
@@ -192,7 +197,8 @@ uint16_t cm_dir_lookup(uint16_t ps, const uint8_t ip[4], uint16_t port)
 		struct net_cmdir_bind *b = &dir->binds[i];
 
 		if (!b->owner || !b->listening || b->ps != ps || b->port != port ||
-		    !ip_overlap(b->ip, ip) || !alive(b->owner))
+		    !ip_overlap(b->ip, ip) || !net_cmdir_same_ns(b->netns, dir_ns) ||
+		    !alive(b->owner))
 			continue;
 		found = b->gsi_port;
 		if (!memcmp(b->ip, ip, 4))
@@ -211,7 +217,9 @@ int cm_dir_agent_register(uint16_t gsi_port)
 	/* A never-used slot first: a dead agent's entry is what tells its
 	 * peers it died, so it is recycled only when the table is full. */
 	for (int i = 0; i < NET_CMDIR_AGENTS && slot < 0; i++)
-		if (!dir->agents[i].owner || dir->agents[i].gsi_port == gsi_port)
+		if (!dir->agents[i].owner ||
+		    (dir->agents[i].gsi_port == gsi_port &&
+		     (dir->agents[i].owner == dir_me || !alive(dir->agents[i].owner))))
 			slot = i;
 	for (int i = 0; i < NET_CMDIR_AGENTS && slot < 0; i++)
 		if (!alive(dir->agents[i].owner))
@@ -219,6 +227,7 @@ int cm_dir_agent_register(uint16_t gsi_port)
 	if (slot >= 0) {
 		dir->agents[slot].owner = dir_me;
 		dir->agents[slot].gsi_port = gsi_port;
+		dir->agents[slot].netns = dir_ns;
 	}
 	dir_unlock();
 	return slot >= 0 ? 0 : -ENOSPC;
@@ -246,7 +255,7 @@ bool cm_dir_agent_alive(uint16_t gsi_port)
 	for (int i = 0; i < NET_CMDIR_AGENTS; i++) {
 		struct net_cmdir_agent *a = &dir->agents[i];
 
-		if (a->owner && a->gsi_port == gsi_port) {
+		if (a->owner && a->gsi_port == gsi_port && net_cmdir_same_ns(a->netns, dir_ns)) {
 			ok = alive(a->owner);
 			break;
 		}

@@ -48,31 +48,19 @@ int cm_gsi_send(int fd, uint16_t sport, const uint8_t src_ip[4],
 		const struct cm_peer *to, uint32_t psn,
 		const uint8_t mad[WIRE_MAD_LEN])
 {
-	struct wire_pkt pkt = {
-		.opcode = WIRE_UD | WIRE_SEND_ONLY,
-		.pkey = 0xffff,
-		.dqpn = WIRE_GSI_QPN,
-		.psn = psn & WIRE_PSN_MASK,
-		.qkey = WIRE_GSI_QKEY,
-		.sqpn = WIRE_GSI_QPN,
-	};
 	struct wire_l3 l3 = { .family = AF_INET, .sport = sport, .dport = to->port };
 	uint8_t hdr[WIRE_MAX_HDR_LEN], icrc[4];
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(to->port) };
 	struct iovec iov[3];
-	uint32_t crc;
 	int hlen;
 
-	hlen = wire_encode_hdrs(hdr, &pkt);
-	if (hlen < 0)
-		return hlen;
 	memcpy(l3.src, src_ip, 4);
 	memcpy(l3.dst, to->ip, 4);
+	hlen = wire_gsi_frame(&l3, psn, mad, hdr, icrc);
+	if (hlen < 0)
+		return hlen;
 	iov[0] = (struct iovec){ hdr, (size_t)hlen };
 	iov[1] = (struct iovec){ (void *)mad, WIRE_MAD_LEN };
-	crc = wire_icrc(&l3, iov, 2);
-	for (int i = 0; i < 4; i++)
-		icrc[i] = (uint8_t)(crc >> (8 * i));
 	iov[2] = (struct iovec){ icrc, 4 };
 	memcpy(&sin.sin_addr, to->ip, 4);
 	struct msghdr mh = { .msg_name = &sin, .msg_namelen = sizeof(sin),

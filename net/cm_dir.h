@@ -7,7 +7,10 @@
  *
  * Entries carry an owner word, pid << 32 | low 32 bits of the process start
  * time (so a recycled pid is not mistaken for the owner); entries of dead
- * processes count as free.
+ * processes count as free.  They also carry the network namespace they were
+ * made in: /dev/shm is shared by every namespace of the host, but an rdma_cm
+ * port, a listener and an agent's UDP port exist in one namespace only, so
+ * each process sees the entries of its own (0: unknown, seen by all).
  */
 #ifndef NET_CM_DIR_H
 #define NET_CM_DIR_H
@@ -17,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -39,12 +43,18 @@ struct net_cmdir_bind {
 	uint8_t ip[4];               /* 0.0.0.0 = wildcard */
 	uint8_t listening, reuse;
 	uint16_t gsi_port;           /* owner's CM agent, when listening */
+	uint32_t netns;              /* net_cmdir_netns() of the owner */
 };
 
 struct net_cmdir_agent {
 	uint64_t owner;
 	uint16_t gsi_port;           /* the agent's UDP port (host order) */
+	uint32_t netns;              /* net_cmdir_netns() of the owner */
 };
+
+/* (the namespace fields took padding: the file's layout is unchanged) */
+_Static_assert(sizeof(struct net_cmdir_bind) == 24, "bind entry layout");
+_Static_assert(sizeof(struct net_cmdir_agent) == 16, "agent entry layout");
 
 struct net_cmdir {
 	struct net_cmdir_bind binds[NET_CMDIR_BINDS];
@@ -56,6 +66,20 @@ static inline uint64_t net_cmdir_owner_of(pid_t pid)
 	uint64_t st = net_proc_start_time(pid);
 
 	return (uint64_t)(uint32_t)pid << 32 | (uint32_t)st;
+}
+
+/* This process's network namespace: the low 32 bits of its inode. */
+static inline uint32_t net_cmdir_netns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/net", &st) == 0 ? (uint32_t)st.st_ino : 0;
+}
+
+/* Does an entry made in namespace ns belong to ours (me)? */
+static inline bool net_cmdir_same_ns(uint32_t ns, uint32_t me)
+{
+	return !ns || !me || ns == me;
 }
 
 /* Is owner a live process's word?  (me: the caller's own word.) */

@@ -10,17 +10,21 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "net/cm_dir.h"
+#include "net/udp.h"
 #include "transport/gsi_forward.h"
 #include "transport/rc.h"
 #include "wire/mad.h"
 
-/* A read-only view of the directory, under a shared lock. */
+/* A read-only view of the directory, under a shared lock, as our network
+ * namespace sees it. */
 struct dir_view {
 	const struct net_cmdir *d;
 	int fd;
+	uint32_t ns;
 };
 
 static bool dir_open(struct dir_view *v)
@@ -41,6 +45,7 @@ static bool dir_open(struct dir_view *v)
 	v->d = m;
 	while (flock(v->fd, LOCK_SH) < 0 && errno == EINTR)
 		;
+	v->ns = net_cmdir_netns();
 	return true;
 fail:
 	close(v->fd);
@@ -56,9 +61,10 @@ static void dir_close(struct dir_view *v)
 
 /* The agent of the live listener on (ps, ip, port): an exact address wins
  * over the wildcard, as cm_dir_lookup decides for same-host connects. */
-static uint16_t listener_agent(const struct net_cmdir *d, uint16_t ps, const uint8_t ip[4],
+static uint16_t listener_agent(const struct dir_view *v, uint16_t ps, const uint8_t ip[4],
 			       uint16_t port)
 {
+	const struct net_cmdir *d = v->d;
 	static const uint8_t any[4];
 	uint16_t found = 0;
 
@@ -67,7 +73,7 @@ static uint16_t listener_agent(const struct net_cmdir *d, uint16_t ps, const uin
 
 		if (!b->owner || !b->listening || b->ps != ps || b->port != port ||
 		    (memcmp(b->ip, ip, 4) && memcmp(b->ip, any, 4)) ||
-		    !net_cmdir_owner_alive(b->owner, 0))
+		    !net_cmdir_same_ns(b->netns, v->ns) || !net_cmdir_owner_alive(b->owner, 0))
 			continue;
 		found = b->gsi_port;
 		if (!memcmp(b->ip, ip, 4))
@@ -77,11 +83,13 @@ static uint16_t listener_agent(const struct net_cmdir *d, uint16_t ps, const uin
 }
 
 /* The agent whose slot the top bits of comm_id name, if it lives. */
-static uint16_t comm_id_agent(const struct net_cmdir *d, uint32_t comm_id)
+static uint16_t comm_id_agent(const struct dir_view *v, uint32_t comm_id)
 {
+	const struct net_cmdir *d = v->d;
 	uint32_t slot = comm_id >> NET_CMDIR_COMM_ID_SHIFT;
 
 	if (!comm_id || slot >= NET_CMDIR_AGENTS || !d->agents[slot].owner ||
+	    !net_cmdir_same_ns(d->agents[slot].netns, v->ns) ||
 	    !net_cmdir_owner_alive(d->agents[slot].owner, 0))
 		return 0;
 	return d->agents[slot].gsi_port;
@@ -89,10 +97,13 @@ static uint16_t comm_id_agent(const struct net_cmdir *d, uint32_t comm_id)
 
 /* Any live agent: it answers a REQ nobody listens for with the REJ Linux
  * sends (invalid service id), instead of leaving the peer to time out. */
-static uint16_t any_agent(const struct net_cmdir *d)
+static uint16_t any_agent(const struct dir_view *v)
 {
+	const struct net_cmdir *d = v->d;
+
 	for (int i = 0; i < NET_CMDIR_AGENTS; i++)
 		if (d->agents[i].owner && d->agents[i].gsi_port &&
+		    net_cmdir_same_ns(d->agents[i].netns, v->ns) &&
 		    net_cmdir_owner_alive(d->agents[i].owner, 0))
 			return d->agents[i].gsi_port;
 	return 0;
@@ -100,7 +111,7 @@ static uint16_t any_agent(const struct net_cmdir *d)
 
 /* A request (REQ, SIDR_REQ): the listener of its service id on the address
  * in the IP CM header, else anyone who can refuse it. */
-static uint16_t request_agent(const struct net_cmdir *d, uint64_t sid, const uint8_t *pdata,
+static uint16_t request_agent(const struct dir_view *d, uint64_t sid, const uint8_t *pdata,
 			      size_t len)
 {
 	struct wire_cma_hdr h;
@@ -114,7 +125,7 @@ static uint16_t request_agent(const struct net_cmdir *d, uint64_t sid, const uin
 }
 
 /* Which agent port the MAD m goes to; 0 = nobody. */
-static uint16_t route(const struct net_cmdir *d, const struct wire_cm_msg *m)
+static uint16_t route(const struct dir_view *d, const struct wire_cm_msg *m)
 {
 	switch (m->hdr.attr_id) {
 	case WIRE_CM_ATTR_REQ:
@@ -151,6 +162,44 @@ static bool within_rate(void)
 	return atomic_fetch_add(&count, 1) < GSI_FWD_PER_SEC;
 }
 
+/* A REQ that no CM agent of our network namespace can take (no process
+ * here uses rdma_cm): refuse it at once, as Linux's CM does for a service
+ * id nobody listens on, instead of leaving the peer to time out. */
+static void refuse_req(struct srn_engine *eng, const struct wire_cm_msg *req,
+		       const struct net_udp_msg *m)
+{
+	static _Atomic uint32_t psn;
+	struct wire_cm_msg rej;
+	struct wire_l3 l3 = { .family = AF_INET, .sport = eng->udp.local.port };
+	struct net_addr to = m->from;
+	uint8_t mad[WIRE_MAD_LEN], hdr[WIRE_MAX_HDR_LEN], icrc[4];
+	struct iovec iov[3];
+	int hlen;
+
+	memset(&rej, 0, sizeof(rej));
+	wire_cm_hdr_init(&rej.hdr, WIRE_CM_ATTR_REJ, req->hdr.tid);
+	rej.rej.remote_comm_id = req->req.local_comm_id;
+	rej.rej.message_rejected = WIRE_CM_MSG_REQ;
+	rej.rej.reason = WIRE_CM_REJ_INVALID_SERVICE_ID;
+	/* a peer on another host listens at 4791; one of ours (another
+	 * namespace's agent is another host too) at the port it sent from */
+	if (!net_addr_is_local(AF_INET, m->from.ip))
+		to.port = SRN_ROCE_UDP_PORT;
+	memcpy(l3.src, eng->udp.local.ip, 4);
+	memcpy(l3.dst, to.ip, 4);
+	l3.dport = to.port;
+	if (wire_cm_encode(&rej, mad) != WIRE_MAD_LEN ||
+	    (hlen = wire_gsi_frame(&l3, atomic_fetch_add(&psn, 1), mad, hdr, icrc)) < 0)
+		return;
+	iov[0] = (struct iovec){ hdr, (size_t)hlen };
+	iov[1] = (struct iovec){ mad, WIRE_MAD_LEN };
+	iov[2] = (struct iovec){ icrc, 4 };
+	if (net_udp_send(&eng->udp, &to, iov, 3) < 0)
+		eng->cnt[SRN_CNT_tx_error]++;
+	srn_dbg(eng, "CM REQ from %u.%u.%u.%u:%u: no rdma_cm process here, REJ sent",
+		m->from.ip[0], m->from.ip[1], m->from.ip[2], m->from.ip[3], m->from.port);
+}
+
 void srn_gsi_forward(struct srn_engine *eng, const struct wire_pkt *pkt,
 		     const struct net_udp_msg *m)
 {
@@ -178,8 +227,12 @@ void srn_gsi_forward(struct srn_engine *eng, const struct wire_pkt *pkt,
 		return;
 	}
 	if (dir_open(&v)) {
-		port = route(v.d, &msg);
+		port = route(&v, &msg);
 		dir_close(&v);
+	}
+	if (!port && msg.hdr.attr_id == WIRE_CM_ATTR_REQ) {
+		refuse_req(eng, &msg, m);
+		return;
 	}
 	if (!port) {
 		eng->cnt[SRN_CNT_rx_drop_no_qp]++;

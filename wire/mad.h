@@ -332,6 +332,14 @@ int wire_cm_decode(const uint8_t *buf, size_t len, struct wire_cm_msg *msg);
  * -ERANGE if a value does not fit its field (nothing useful in out then). */
 int wire_cm_encode(const struct wire_cm_msg *msg, uint8_t *out);
 
+/* A MAD as it travels on RoCEv2: a UD SEND_ONLY from QP1 to QP1 (Q_Key
+ * 0x80010000) with PSN psn, carrying mad, between the addresses and ports
+ * of l3.  Fills hdr (WIRE_MAX_HDR_LEN bytes) and icrc (4 bytes, to follow
+ * the MAD); returns the header's length or a negative errno. */
+struct wire_l3;
+int wire_gsi_frame(const struct wire_l3 *l3, uint32_t psn, const uint8_t mad[WIRE_MAD_LEN],
+		   uint8_t *hdr, uint8_t icrc[4]);
+
 /* The private data array of msg's message (by hdr.attr_id) and its size;
  * NULL and 0 for an unknown attribute.  For REQ and SIDR_REQ of the TCP and
  * UDP port spaces it starts with the 36-byte cma header (below). */
