@@ -9,6 +9,7 @@
 #include "verbs/export.h"
 
 #include <string.h>
+#include <sys/socket.h>
 
 enum { T_RC, T_UC, T_UD, T_NUM };
 
@@ -202,14 +203,26 @@ bool srn_qp_transition(enum ibv_qp_type type, enum ibv_qp_state cur,
 }
 
 /* RoCE addressing: every connected QP's path needs a GRH whose source GID
- * exists (the packets are UDP/IP, addressed by GID). */
+ * exists (the packets are UDP/IP, addressed by GID).  The engine sends
+ * from the device's address (GID 0): a source or destination GID of the
+ * other IP family has no path from it, and would leave the QP sending
+ * nothing, so it is refused here. */
 static int check_ah(const struct ibv_ah_attr *ah, const struct srn_qp_check_env *env)
 {
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	int dfamily;
+
 	if (ah->port_num != 1)
 		return EINVAL;
 	if (!ah->is_global)
 		return EINVAL;
 	if (ah->grh.sgid_index >= env->num_gids)
+		return EINVAL;
+	if (!env->gid_family)
+		return 0;
+	dfamily = memcmp(ah->grh.dgid.raw, v4mapped, 12) ? AF_INET6 : AF_INET;
+	if (env->gid_family[ah->grh.sgid_index] != env->gid_family[0] ||
+	    dfamily != env->gid_family[0])
 		return EINVAL;
 	return 0;
 }
@@ -367,6 +380,7 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	qp = srn_qp(ibqp);
 	env.num_gids = qp->ctx->dev ? qp->ctx->dev->num_gids : 0;
 	env.active_mtu = qp->ctx->dev ? srn_dev_active_mtu(qp->ctx->dev) : 0;
+	env.gid_family = qp->ctx->dev && env.num_gids ? qp->ctx->dev->gid_family : NULL;
 
 	pthread_mutex_lock(&qp->lock);
 	old = ibqp->state;

@@ -5,6 +5,7 @@
  * IBTA/Linux state graph is refused; out-of-range values are refused. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "tests/lib/t_util.h"
 #include "verbs/datapath.h"
@@ -188,6 +189,31 @@ int main(void)
 						    &e1500) == (m > IBV_MTU_1024 ? EINVAL : 0),
 				"UC path_mtu %d over active MTU 1024", 128 << m);
 		}
+	}
+	{
+		/* an IPv4 device (GID 0 IPv4-mapped) also lists ::1 (GID 1):
+		 * a path from or to an IPv6 GID is refused, not left silent */
+		static const int fam[2] = { AF_INET, AF_INET6 };
+		const struct srn_qp_check_env e4 = { .num_gids = 2, .gid_family = fam };
+		struct ibv_qp_attr a;
+		int req = 0, opt = 0;
+
+		srn_qp_transition(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, &req, &opt);
+		good_attr(&a, IBV_QPS_INIT, IBV_QPS_RTR);
+		memset(a.ah_attr.grh.dgid.raw, 0, 16);
+		a.ah_attr.grh.dgid.raw[10] = a.ah_attr.grh.dgid.raw[11] = 0xff;
+		a.ah_attr.grh.dgid.raw[12] = 127, a.ah_attr.grh.dgid.raw[15] = 1;
+		a.ah_attr.grh.sgid_index = 0;
+		T_CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_INIT, &a, IBV_QP_STATE | req, &e4) == 0,
+			"IPv4 GID to an IPv4-mapped GID");
+		a.ah_attr.grh.sgid_index = 1;
+		T_CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_INIT, &a, IBV_QP_STATE | req, &e4) ==
+			EINVAL, "source GID ::1 on an IPv4 device");
+		a.ah_attr.grh.sgid_index = 0;
+		memset(a.ah_attr.grh.dgid.raw, 0, 16);
+		a.ah_attr.grh.dgid.raw[15] = 1;
+		T_CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_INIT, &a, IBV_QP_STATE | req, &e4) ==
+			EINVAL, "destination GID ::1 from an IPv4 device");
 	}
 	check_value(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, 0, s_noglobal, "RoCE AV without GRH");
 	check_value(IBV_QPT_UC, IBV_QPS_INIT, IBV_QPS_RTR, 0, s_noglobal, "UC AV without GRH");
