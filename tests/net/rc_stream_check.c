@@ -7,7 +7,7 @@
  *   client: rc_stream_check [-d DEV] [-p PORT] [-T SECS] [-t rc|uc|ud]
  *           [-o send|write|mix] [-m MIB] [-s MSG_BYTES] [-w WINDOW]
  *           [-u QP_TIMEOUT] [-r RETRY_CNT] [-L MIN_DELIVERED_PCT]
- *           [-X corrupt|dup|skip] SERVER_IP
+ *           [-b MB_PER_S] [-X corrupt|dup|skip] SERVER_IP
  *
  * The client sends its parameters over TCP (SERVER_IP:PORT); both sides
  * then exchange QPNs and GIDs there, and the server returns credits (its
@@ -22,7 +22,8 @@
  *       20 ms is given up: what was outstanding counts as lost), but a
  *       delivered one is never corrupted nor delivered twice, and on UC
  *       never out of order; at least MIN_DELIVERED_PCT must arrive.
- * -X proves the checks bite: the sender flips a byte of the middle
+ * -b paces the sender (a stream that must still be running when a test
+ * cuts the link).  -X proves the checks bite: the sender flips a byte of the middle
  * message, sends it twice (and the last one never), or skips it.
  * Both sides print a verdict line, the client its rate; async events
  * (port events among them) are printed as they come.  Exit 0 pass,
@@ -74,6 +75,7 @@ static struct {
 	uint32_t msg, window;
 	uint8_t timeout, retry;
 	unsigned int min_pct;
+	double pace_mbs;
 	enum { X_NONE, X_CORRUPT, X_DUP, X_SKIP } inject;
 } opt = { .port = 18515, .secs = 60, .mib = 16, .msg = 65536, .window = 32,
 	  .timeout = 17, .retry = 7, .min_pct = 1 };
@@ -556,8 +558,15 @@ static int client(void)
 		bool window_shut = posted - base >= me.window;
 		int n;
 
+		bool paced = false;
+
 		while (posted < me.count - (opt.inject == X_SKIP) && posted - done < me.window &&
 		       !window_shut) {
+			if (opt.pace_mbs > 0 &&
+			    (double)posted * me.msg > (t_now() - t0) * opt.pace_mbs * 1e6) {
+				paced = true;
+				break;
+			}
 			if (post_send(&r, &me, &peer, posted)) {
 				die("ibv_post_send");
 				goto out;
@@ -575,7 +584,7 @@ static int client(void)
 			}
 			done++;
 		}
-		got = oob_read_rec(fd, &rd, n > 0 || !window_shut ? 0 : 1, &rec);
+		got = oob_read_rec(fd, &rd, n > 0 || (!window_shut && !paced) ? 0 : 1, &rec);
 		if (got < 0) {
 			die("server went");
 			goto out;
@@ -627,7 +636,8 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: rc_stream_check [-d DEV] [-p PORT] [-T SECS] [-t rc|uc|ud] "
 			"[-o send|write|mix] [-m MIB] [-s MSG_BYTES] [-w WINDOW] [-u QP_TIMEOUT] "
-			"[-r RETRY_CNT] [-L MIN_DELIVERED_PCT] [-X corrupt|dup|skip] [SERVER_IP]\n");
+			"[-r RETRY_CNT] [-L MIN_DELIVERED_PCT] [-b MB_PER_S] [-X corrupt|dup|skip] "
+			"[SERVER_IP]\n");
 	return 2;
 }
 
@@ -643,7 +653,7 @@ int main(int argc, char **argv)
 {
 	int c, v;
 
-	while ((c = getopt(argc, argv, "d:p:T:t:o:m:s:w:u:r:L:X:")) != -1) {
+	while ((c = getopt(argc, argv, "d:p:T:t:o:m:s:w:u:r:L:b:X:")) != -1) {
 		switch (c) {
 		case 'd': opt.dev = optarg; break;
 		case 'p': opt.port = (uint16_t)atoi(optarg); break;
@@ -663,6 +673,7 @@ int main(int argc, char **argv)
 		case 'w': opt.window = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'u': opt.timeout = (uint8_t)atoi(optarg); break;
 		case 'r': opt.retry = (uint8_t)atoi(optarg); break;
+		case 'b': opt.pace_mbs = atof(optarg); break;
 		case 'L': opt.min_pct = (unsigned int)atoi(optarg); break;
 		case 'X':
 			if ((v = pick(optarg, inject_name, 4)) < 1)
