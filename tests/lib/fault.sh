@@ -94,7 +94,15 @@ fault_bridged() {
 	done
 	ip netns exec "$NR" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
 	fault_nft_init
-	ip netns exec "$NR" "$RELAY" -t 3600 $rargs rA rB >"$T_TMP/relay" 2>&1 &
+	fault_relay "$rargs"
+}
+
+# fault_relay "ARGS": (re)starts impair_relay in NR with ARGS; its report
+# in $T_TMP/relay.
+fault_relay() {
+	local i
+	[ -n "$RELAY_PID" ] && fault_relay_stop >/dev/null
+	ip netns exec "$NR" "$RELAY" -t 3600 $1 rA rB >"$T_TMP/relay" 2>&1 &
 	RELAY_PID=$!
 	for i in $(seq 50); do
 		grep -q ready "$T_TMP/relay" && break
@@ -103,7 +111,7 @@ fault_bridged() {
 	grep -q ready "$T_TMP/relay" || { cat "$T_TMP/relay"; t_fail "impair_relay did not start"; exit 1; }
 }
 
-# fault_relay_report: impair_relay's counts, once it has been stopped.
+# fault_relay_stop: stops impair_relay and prints what it did.
 fault_relay_stop() {
 	kill -TERM "$RELAY_PID" 2>/dev/null
 	wait "$RELAY_PID" 2>/dev/null
@@ -138,7 +146,8 @@ fault_nft_dropped() {
 # fault_stream NAME SECS "CLIENT ARGS" [DURING]: rc_stream_check server
 # in NA, client in NB, both with SOFTRNIC_LOG=debug (stderr in
 # NAME.{server,client}.log, stdout in NAME.{server,client}); DURING, a
-# command, runs in the foreground while they do.  0 when both exit 0;
+# command, runs in the foreground while they do (the client's pid in
+# F_CPID).  0 when both exit 0;
 # F_SRV and F_CLI keep their statuses.
 fault_stream() {
 	local name=$1 secs=$2 args=$3 during=${4:-} port spid cpid
@@ -151,6 +160,7 @@ fault_stream() {
 		ip netns exec "$NB" "$SOFTRNIC" run -- "$CHECK" -d "$DB" -p "$port" -T "$secs" \
 		$args "$SUBNET.1" >"$T_TMP/$name.client" 2>"$T_TMP/$name.client.log" &
 	cpid=$!
+	F_CPID=$cpid
 	[ -n "$during" ] && $during
 	wait $cpid; F_CLI=$?
 	wait $spid; F_SRV=$?
@@ -209,4 +219,51 @@ fault_row() {
 	local ratio
 	ratio=$(awk -v a="${4:-0}" -v b="${5:-0}" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }')
 	echo "ROW|$1|$3|${4:-?}|${5:-?}|$ratio|$(fault_cnt "$2" client req_retransmits)|$(fault_cnt "$2" client req_retx_packets)|$(fault_cnt "$2" client req_timeouts)|$(fault_cnt "$2" server resp_nak_seq)|$(fault_cnt "$2" server resp_dup_request)|$6"
+}
+
+# fault_relay_case NAME LABEL "RELAY ARGS" MIB "STREAM ARGS": one stream
+# through impair_relay RELAY_ARGS, checked, counted and its table row
+# printed beside CLEAN (MB/s; unset: the case is the clean one).
+fault_relay_case() {
+	local name=$1 label=$2 mib
+	mib=$(fault_mib "$4")
+	fault_relay "$3"
+	if fault_stream "$name" "$(fault_secs 45)" "$5 -m $mib"; then
+		t_pass "$label: $mib MiB, $(sed -n 's/^client: [a-z]* [a-z]*, //p' "$T_TMP/$name.client" |
+			cut -d, -f1-4), $(fault_mbs "$name") MB/s"
+	else
+		t_fail "$label"
+	fi
+	fault_relay_stop
+	fault_row "$label" "$name" "$mib" "$(fault_mbs "$name")" "${CLEAN:-$(fault_mbs "$name")}" 0
+}
+
+# fault_through NAME LABEL "ON" "OFF" HOLD: an RC stream paced (4 MB/s,
+# 40 in the long mode) so that it runs before, through and after an
+# event: 1 s in, the command ON, HOLD seconds later OFF.  The stream must
+# complete intact and span the event; F_DROPPED holds what nft dropped
+# meanwhile.
+fault_through() {
+	local name=$1 label=$2 on=$3 off=$4 hold=$5 mib pace t0 spanned=0
+	mib=$(fault_mib 12)
+	pace=$([ "$FAULT_LONG" = 1 ] && echo 40 || echo 4)
+	F_DROPPED=0
+	event() {
+		sleep 1
+		kill -0 "$F_CPID" 2>/dev/null || return
+		$on
+		sleep "$hold"
+		F_DROPPED=$(fault_nft_dropped)
+		$off
+		kill -0 "$F_CPID" 2>/dev/null && spanned=1
+	}
+	t0=$(date +%s%N)
+	if fault_stream "$name" "$(fault_secs 60)" "-t rc -o mix -m $mib -u 18 -b $pace" event; then
+		t_pass "$label: $mib MiB paced at $pace MB/s, intact in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+	else
+		t_fail "$label: stream"
+	fi
+	[ $spanned = 1 ] && t_pass "$label met the stream (the client still running after it)" ||
+		t_fail "$label did not meet the stream"
+	fault_row "RC, $label (paced $pace MB/s)" "$name" "$mib" "$(fault_mbs "$name")" "$pace" "$F_DROPPED"
 }
