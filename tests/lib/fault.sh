@@ -7,19 +7,26 @@
 # for the table (fault_row).  Root only; skips (77) otherwise.
 #
 # FAULT_LONG=1 is the long mode (scripts/fault_bench.sh): every case
-# moves FAULT_LONG_MIB (256) MiB, with a time bound to match.
+# moves FAULT_LONG_MIB (256) MiB, with a time bound to match; the cases
+# go-back-N makes crawl (10% loss, jitter that reorders) move
+# FAULT_LONG_SLOW_MIB (default the same) for a quicker look.
 
 CHECK="$SRN_BUILD/tests/rc_stream_check"
 RELAY="$SRN_BUILD/tests/impair_relay"
 FAULT_LONG=${FAULT_LONG:-0}
 FAULT_LONG_MIB=${FAULT_LONG_MIB:-256}
 # seconds a long-mode stream may take (10% loss is slow before losscc)
-FAULT_LONG_SECS=${FAULT_LONG_SECS:-1800}
+FAULT_LONG_SECS=${FAULT_LONG_SECS:-3600}
+FAULT_LONG_SLOW_MIB=${FAULT_LONG_SLOW_MIB:-$FAULT_LONG_MIB}
 NR=
 RELAY_PID=
 
-# fault_mib SHORT: the size of a case, SHORT MiB in make check.
-fault_mib() { [ "$FAULT_LONG" = 1 ] && echo "$FAULT_LONG_MIB" || echo "$1"; }
+# fault_mib SHORT [slow]: the size of a case, SHORT MiB in make check.
+fault_mib() {
+	if [ "$FAULT_LONG" != 1 ]; then echo "$1"
+	elif [ "${2:-}" = slow ]; then echo "$FAULT_LONG_SLOW_MIB"
+	else echo "$FAULT_LONG_MIB"; fi
+}
 # fault_secs SHORT: the time bound of a stream.
 fault_secs() { [ "$FAULT_LONG" = 1 ] && echo "$FAULT_LONG_SECS" || echo "$1"; }
 
@@ -221,12 +228,12 @@ fault_row() {
 	echo "ROW|$1|$3|${4:-?}|${5:-?}|$ratio|$(fault_cnt "$2" client req_retransmits)|$(fault_cnt "$2" client req_retx_packets)|$(fault_cnt "$2" client req_timeouts)|$(fault_cnt "$2" server resp_nak_seq)|$(fault_cnt "$2" server resp_dup_request)|$6"
 }
 
-# fault_relay_case NAME LABEL "RELAY ARGS" MIB "STREAM ARGS": one stream
+# fault_relay_case NAME LABEL "RELAY ARGS" MIB[:slow] "STREAM ARGS": one stream
 # through impair_relay RELAY_ARGS, checked, counted and its table row
 # printed beside CLEAN (MB/s; unset: the case is the clean one).
 fault_relay_case() {
 	local name=$1 label=$2 mib
-	mib=$(fault_mib "$4")
+	mib=$(fault_mib ${4/:/ })
 	fault_relay "$3"
 	if fault_stream "$name" "$(fault_secs 45)" "$5 -m $mib"; then
 		t_pass "$label: $mib MiB, $(sed -n 's/^client: [a-z]* [a-z]*, //p' "$T_TMP/$name.client" |
@@ -238,15 +245,15 @@ fault_relay_case() {
 	fault_row "$label" "$name" "$mib" "$(fault_mbs "$name")" "${CLEAN:-$(fault_mbs "$name")}" 0
 }
 
-# fault_through NAME LABEL "ON" "OFF" HOLD: an RC stream paced (4 MB/s,
-# 40 in the long mode) so that it runs before, through and after an
-# event: 1 s in, the command ON, HOLD seconds later OFF.  The stream must
+# fault_through NAME LABEL "ON" "OFF" HOLD: an RC stream paced to last
+# 4 s unimpaired (12 MiB at 3 MB/s; 256 MiB at 64 in the long mode), so
+# that it runs before, through and after an event: 1 s in, the command ON, HOLD seconds later OFF.  The stream must
 # complete intact and span the event; F_DROPPED holds what nft dropped
 # meanwhile.
 fault_through() {
 	local name=$1 label=$2 on=$3 off=$4 hold=$5 mib pace t0 spanned=0
 	mib=$(fault_mib 12)
-	pace=$([ "$FAULT_LONG" = 1 ] && echo 40 || echo 4)
+	pace=$(( mib / 4 > 0 ? mib / 4 : 1 ))
 	F_DROPPED=0
 	event() {
 		sleep 1
