@@ -53,7 +53,7 @@ static const char *const inject_name[] = { "none", "corrupt", "dup", "skip" };
 
 /* Client -> server first, then server -> client: what both need. */
 struct hello {
-	uint32_t type, op, msg, window;
+	uint32_t type, op, msg, window, min_pct, pad;
 	uint64_t count, seed;
 	uint32_t qpn, psn, rkey, mtu;
 	uint64_t addr;
@@ -212,8 +212,8 @@ static int hello_self(struct res *r, struct hello *h)
 	return 0;
 }
 
-/* RESET -> RTS (RTR on the receiving side is enough, RTS does no harm)
- * towards peer; my_psn is this side's send PSN. */
+/* RESET -> RTS towards peer (the receiving side needs only RTR; RTS
+ * does no harm), sending from me->psn. */
 static int qp_connect(struct res *r, const struct hello *me, const struct hello *peer)
 {
 	enum qtype t = (enum qtype)me->type;
@@ -364,7 +364,7 @@ static int drain_recv(struct res *r, struct seqbook *b, const struct hello *h, u
 
 static bool verdict(const struct tally *t, const struct hello *h)
 {
-	uint64_t want = h->type == Q_RC ? h->count : (h->count * opt.min_pct + 99) / 100;
+	uint64_t want = h->type == Q_RC ? h->count : (h->count * h->min_pct + 99) / 100;
 
 	return !t->corrupt && !t->duplicate && !t->errors && t->delivered >= want &&
 	       (h->type == Q_UD || !t->out_of_order);
@@ -397,7 +397,8 @@ static int server(void)
 	if (oob_xfer(fd, &h, sizeof(h), deadline, 0))
 		return close(fd), die("client hello");
 	if (h.type > Q_UD || h.op > OP_MIX || h.msg < sizeof(struct stream_hdr) ||
-	    h.msg > (1u << 24) || !h.window || h.window > 4096 || !h.count ||
+	    h.msg > (1u << 24) || !h.window || h.window > 4096 || h.min_pct > 100 ||
+	    (uint64_t)h.msg * h.window > (1ull << 30) || !h.count ||
 	    h.count > (1ull << 32))
 		return close(fd), errno = EINVAL, die("client parameters");
 	me = h;
@@ -512,7 +513,8 @@ static int post_send(struct res *r, const struct hello *me, const struct hello *
 static int client(void)
 {
 	double deadline = t_now() + opt.secs, t0, t1, stalled = 0;
-	struct hello me = { .type = opt.type, .op = opt.op, .msg = opt.msg, .window = opt.window },
+	struct hello me = { .type = opt.type, .op = opt.op, .msg = opt.msg, .window = opt.window,
+			    .min_pct = opt.min_pct },
 		     peer;
 	struct res r = { 0 };
 	struct oob_reader rd = { 0 };
@@ -685,7 +687,8 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		opt.host = argv[optind];
-	if (opt.msg < sizeof(struct stream_hdr) || !opt.window || opt.window > 4096 ||
+	if (opt.msg < sizeof(struct stream_hdr) || opt.msg > (1u << 24) || !opt.window ||
+	    opt.window > 4096 || (uint64_t)opt.msg * opt.window > (1ull << 30) ||
 	    (opt.type != Q_RC && opt.op != OP_SEND) || opt.min_pct > 100)
 		return usage();
 	return opt.host ? client() : server();
