@@ -6,10 +6,10 @@
 # SENDs and WRITEs with immediate, every byte checked, exactly once and
 # in order; each case must complete intact.  Rate, retransmissions and
 # NAKs are printed next to the clean path of the same run (fault_row:
-# scripts/fault_bench.sh gathers them), and ib_write_bw gives the raw
-# rate clean and at 1%.  Sizes are short in make check (10% loss is slow
-# with go-back-N); FAULT_LONG=1 moves 256 MiB each.  Root only; skips
-# (77) otherwise.
+# scripts/fault_bench.sh gathers them), and ib_write_bw and ib_send_bw
+# give the raw rate clean and at 1%.  Sizes are short in make check (10%
+# loss is slow with go-back-N); FAULT_LONG=1 moves 256 MiB each.  Root
+# only; skips (77) otherwise.
 . "$(dirname "$0")/../lib/e2e.sh"
 . "$(dirname "$0")/../lib/netns.sh"
 . "$(dirname "$0")/../lib/fault.sh"
@@ -38,17 +38,19 @@ case_loss l10 1% 10 16 40
 case_loss l100 10% 100 1:slow 40
 
 # perftest's raw rate, no data checked: clean and at 1%
-if command -v ib_write_bw >/dev/null; then
-	n=$([ "$FAULT_LONG" = 1 ] && echo 4096 || echo 200)
+n=$([ "$FAULT_LONG" = 1 ] && echo 4096 || echo 200)
+for prog in ib_write_bw ib_send_bw; do
+	command -v $prog >/dev/null || continue
 	for pm in 0 10; do
 		fault_loss "$pm"
-		if fault_perftest "bw$pm" "$(fault_secs 60)" "ib_write_bw -x 0 -F -s 65536 -n $n"; then
-			t_pass "ib_write_bw 64 KiB x $n, $pm per mille loss: $(fault_perftest_mbs "bw$pm") MB/s, $(fault_nft_dropped) dropped"
+		if fault_perftest "$prog$pm" "$(fault_secs 60)" "$prog -x 0 -F -s 65536 -n $n"; then
+			t_pass "$prog 64 KiB x $n, $pm per mille loss: $(fault_perftest_mbs "$prog$pm") MB/s,\
+ $(fault_nft_dropped) dropped"
 		else
-			t_fail "ib_write_bw at $pm per mille loss"
+			t_fail "$prog at $pm per mille loss"
 		fi
-		fault_row "ib_write_bw, $pm per mille loss" "bw$pm" $((n / 16)) "$(fault_perftest_mbs "bw$pm")" \
-			"$(fault_perftest_mbs bw0)" "$(fault_nft_dropped)"
+		fault_row "$prog, $pm per mille loss" "$prog$pm" $((n / 16)) "$(fault_perftest_mbs "$prog$pm")" \
+			"$(fault_perftest_mbs "${prog}0")" "$(fault_nft_dropped)"
 	done
-fi
+done
 t_done
