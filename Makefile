@@ -15,10 +15,12 @@ TEST_PKGS += valgrind
 # qperf, UCX (ucx_perftest), libfabric (fi_pingpong), Open MPI over UCX (with
 # its compiler wrapper for tests/mpi), rdma-core's own test suite (pyverbs).
 TEST_PKGS += qperf ucx-utils libfabric-bin openmpi-bin libopenmpi-dev python3-pyverbs
+# nft and ethtool: the fault tests (tests/net/fault_*.sh): loss, outage, veth offloads
+TEST_PKGS += nftables ethtool
 DEMO_PKGS =
 BENCH_PKGS = iperf3 gnuplot-nox ucx-utils libfabric-bin
 
-.PHONY: all build deps deps-test deps-bench configure demo check bench bench-flows fuzz clean \
+.PHONY: all build deps deps-test deps-bench configure demo check bench bench-flows fault-bench fuzz clean \
 	install uninstall deb
 
 all: build
@@ -56,6 +58,11 @@ bench: deps-bench
 bench-flows: deps-bench
 	@$(MAKE) --no-print-directory build
 	@SRN_BUILD=$(abspath $(BUILD)) bash bench/flows.sh
+
+# The fault tests' long mode: 256 MiB per case, one table of rates and counters (root).
+fault-bench: deps-test
+	@$(MAKE) --no-print-directory build
+	@SRN_BUILD=$(abspath $(BUILD)) scripts/fault_bench.sh
 
 # Longer fuzzing than make check's smoke run: FUZZ_SECONDS per target.
 FUZZ_SECONDS ?= 300
