@@ -247,6 +247,7 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 	if (mask & IBV_QP_SQ_PSN) {
 		rc->req_psn = rc->una_psn = qp->a.attr.sq_psn & WIRE_PSN_MASK;
 		rc->req_hi_psn = rc->req_psn;
+		cc_start(rc);
 		requester_win_sync(rc);
 	}
 	if (rc->type != IBV_QPT_UD && (mask & (IBV_QP_AV | IBV_QP_DEST_QPN) ||

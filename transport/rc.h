@@ -54,6 +54,29 @@ struct rc_replay {                   /* responder's atomic replay cache entry */
 struct direct_qp;
 struct direct_ud;
 
+/* Congestion window of an RC requester on the UDP path (cc.c): packets
+ * in flight beyond the peer's socket window.  Cut on loss (a PSN-sequence
+ * NAK, once per window of data, or an ACK timeout), grown on ACKs, and
+ * grown no further than a few measured bandwidth-delay products. */
+struct rc_cc {
+	uint32_t cwnd;               /* packets; 0 = not started */
+	uint32_t cap;                /* the window without it (cc_window) */
+	uint32_t ssthresh;           /* slow start below it */
+	uint32_t acc;                /* ACKed packets toward the next +1 */
+	uint32_t una_seen;           /* una_psn at the last update */
+	uint32_t recover_psn;        /* a loss below it is the same event */
+	bool recovering;
+	bool sampling;               /* an RTT sample is in flight */
+	uint32_t sample_psn;         /* its packet */
+	uint64_t sample_t;           /* sent then */
+	uint64_t sample_delivered;   /* delivered then */
+	uint64_t delivered;          /* packets acknowledged, ever */
+	uint64_t min_rtt_ns, epoch_min_ns;
+	uint32_t epoch_samples;
+	uint32_t bdp_pkts;           /* delivery rate x min RTT, decaying max */
+	uint32_t retx_burst;         /* retransmitted since the last pause */
+};
+
 struct srn_rc_state {
 	struct srn_qp *qp;
 	struct srn_engine *eng;
@@ -99,6 +122,7 @@ struct srn_rc_state {
 	uint32_t rewound_psn;
 	uint32_t req_hi_psn;         /* 1 + the highest PSN sent (retransmits
 				      * are the packets below it) */
+	struct rc_cc cc;
 
 	/* completer */
 	uint64_t resp_off;           /* bytes of the head READ placed */
@@ -189,6 +213,14 @@ static inline void rc_count_n(struct srn_rc_state *rc, enum srn_counter c, uint6
 static inline void rc_count(struct srn_rc_state *rc, enum srn_counter c)
 {
 	rc_count_n(rc, c, 1);
+}
+
+/* A counter that is a level, not a sum (the engine's: the QP that last
+ * set it). */
+static inline void rc_gauge(struct srn_rc_state *rc, enum srn_counter c, uint64_t v)
+{
+	atomic_store_explicit(&rc->cnt[c], v, memory_order_relaxed);
+	atomic_store_explicit(&rc->eng->cnt[c], v, memory_order_relaxed);
 }
 
 enum { UC_PACE_NS = 250 * 1000, UC_PACE_BYTES = 256 * 1024 };
@@ -287,6 +319,10 @@ void rc_resolve_path(struct srn_rc_state *rc);
 /* requester.c */
 void requester_run(struct srn_rc_state *rc);
 void requester_rewind(struct srn_rc_state *rc, uint32_t psn);
+/* requester.c: the peer acknowledged everything before psn, which is past
+ * the send point after a go-back (a resend's ACK covering what it had
+ * already): resend none of it. */
+void requester_skip(struct srn_rc_state *rc, uint32_t psn);
 void requester_arm_retry(struct srn_rc_state *rc);
 /* requester.c: bring the QP's share of the engine's shared window up to
  * date (its packets in flight; none unless RC in RTS/SQD with a path).
@@ -297,6 +333,24 @@ void requester_win_sync(struct srn_rc_state *rc);
  * held-back ACK for the application's answer (it then goes in the same
  * GSO send; QP lock held)?  True: held, and a short deadline armed. */
 bool requester_ack_rides(struct srn_rc_state *rc);
+
+/* cc.c: the congestion window (struct rc_cc).  cc_active: does the QP
+ * send through it (RC, to a socket)?  cc_window: packets it allows in
+ * flight (UINT32_MAX when not active) within cap, the socket's. */
+bool cc_active(const struct srn_rc_state *rc);
+uint32_t cc_window(struct srn_rc_state *rc, uint32_t cap);
+/* a new send PSN space (IBV_QP_SQ_PSN) */
+void cc_start(struct srn_rc_state *rc);
+/* packet psn went out with AckReq set at now (an RTT sample) */
+void cc_sent(struct srn_rc_state *rc, uint32_t psn, uint64_t now);
+/* after a response: what una_psn moved by is acknowledged */
+void cc_acked(struct srn_rc_state *rc, uint64_t now);
+/* a go-back to psn for a PSN-sequence NAK (loss), or an ACK timeout */
+void cc_loss(struct srn_rc_state *rc, uint32_t psn);
+void cc_timeout(struct srn_rc_state *rc);
+/* Retransmissions go in bursts spaced at the measured delivery rate:
+ * true when the one just sent ends a burst (*pause_ns: how long to wait). */
+bool cc_retx_pause(struct srn_rc_state *rc, uint64_t *pause_ns);
 
 /* responder.c */
 void responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);

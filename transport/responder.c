@@ -57,6 +57,8 @@ static void send_aeth(struct srn_rc_state *rc, uint32_t psn, uint8_t syndrome)
 	h.syndrome = syndrome;
 	h.msn = rc->msn;
 	rc->ack_pending = false;
+	if ((syndrome >> 5) != 0)
+		rc_count(rc, SRN_CNT_nak_tx);
 	tx_retry(rc, &h, NULL, 0, 0);
 }
 
