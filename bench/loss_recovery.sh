@@ -5,22 +5,25 @@
 # datagrams NA receives on port 4791.  Prints, per run: loss, MB/s, bytes
 # nftables dropped, and the client's retransmission counters.  Root only.
 #
-#   bench/loss_recovery.sh [-b BUILD] [-n ITERS] [-r REPS] LOSS...
+#   bench/loss_recovery.sh [-b BUILD] [-n ITERS] [-r REPS] [-s] LOSS...
 #
+# -s: SOFTRNIC_SELECTIVE_RETX=1 on both sides (selective retransmission).
 # Also `-l`: the same-host UDP path on 127.0.0.1 instead (no loss).
 set -u
 BUILD=$(cd "$(dirname "$0")/../build" && pwd)
-ITERS=3000 REPS=1 LO=0
-while getopts b:n:r:l o; do
+ITERS=3000 REPS=1 LO=0 SR=0
+while getopts b:n:r:ls o; do
 	case $o in
 	b) BUILD=$(cd "$OPTARG" && pwd) ;;
 	n) ITERS=$OPTARG ;;
 	r) REPS=$OPTARG ;;
 	l) LO=1 ;;
+	s) SR=1 ;;
 	*) exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
+export SOFTRNIC_SELECTIVE_RETX=$SR
 SRN="$BUILD/bin/softrnic"
 [ -x "$SRN" ] || { echo "no $SRN" >&2; exit 2; }
 TMP=$(mktemp -d /tmp/srn-loss.XXXXXX)
@@ -41,11 +44,12 @@ bw() { awk '$1 == 65536 { print $4 }' "$1" | tail -1; }
 
 report() {
 	local tag=$1 cl=$2 dropped=$3
-	printf '%-8s %8s MB/s  lost %10s B  retx %10s B (%s pkts)  win %s  nak_tx %s nak_rx %s timeouts %s\n' \
+	printf '%-8s %8s MB/s  lost %10s B  retx %10s B (%s pkts)  win %s  nak_tx %s nak_rx %s timeouts %s sr_resends %s\n' \
 		"$tag" "$(bw "$cl")" "$dropped" \
 		"$(counter "$cl.log" req_retx_bytes)" "$(counter "$cl.log" req_retx_packets)" \
 		"$(counter "$cl.log" req_cwnd)" "$(counter "$TMP/s.log" resp_nak_seq)" \
-		"$(counter "$cl.log" comp_nak_seq)" "$(counter "$cl.log" req_timeouts)"
+		"$(counter "$cl.log" comp_nak_seq)" "$(counter "$cl.log" req_timeouts)" \
+		"$(counter "$cl.log" sr_resends)"
 }
 
 if [ "$LO" = 1 ]; then

@@ -158,10 +158,12 @@ static bool ack_upto(struct srn_rc_state *rc, uint32_t a)
 	return true;
 }
 
+/* With SR the responder may NAK a gap past where a resend is (it holds
+ * what followed): anything sent counts. */
 static bool psn_outstanding(struct srn_rc_state *rc, uint32_t psn)
 {
 	return wire_psn_diff(psn, rc->una_psn) >= 0 &&
-	       wire_psn_diff(psn, rc->req_psn) < 0;
+	       wire_psn_diff(psn, rc->sr ? rc->req_hi_psn : rc->req_psn) < 0;
 }
 
 /* No receive WQE posted: the peer's next request cannot complete
@@ -220,6 +222,13 @@ static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 		if (!psn_outstanding(rc, psn))
 			break;
 		rc_count(rc, SRN_CNT_nak_rx);
+		if (rc->sr && syn == WIRE_AETH_NAK_PSN_SEQ && (pkt->msn & RC_SR_NAK_LATER)) {
+			/* a gap past the first: nothing acknowledged */
+			rc_count(rc, SRN_CNT_comp_nak_seq);
+			cc_loss(rc, psn);
+			requester_resend(rc, psn, pkt->msn & ~RC_SR_NAK_LATER);
+			return;
+		}
 		if (!ack_upto(rc, wire_psn_add(psn, WIRE_PSN_MASK)))
 			return;
 		switch (syn) {
@@ -229,12 +238,20 @@ static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 			 * nothing came since (a copy, or sent before our
 			 * resent packets arrived); the timer covers a
 			 * resend that is lost */
-			if (rc->rewound && rc->rewound_psn == psn) {
+			if (rc->rewound && rc->rewound_psn == psn && !rc->sr) {
 				rc_count(rc, SRN_CNT_comp_nak_seq_stale);
 				return;
 			}
 			cc_loss(rc, psn);
-			requester_rewind(rc, psn);
+			/* SR: the MSN field is the gap's length (sr.c) */
+			if (rc->sr && pkt->msn &&
+			    wire_psn_diff(wire_psn_add(psn, pkt->msn), rc->req_hi_psn) <= 0) {
+				/* this gap first: those queued follow it */
+				rc->sr_resending = false;
+				requester_resend(rc, psn, pkt->msn);
+			} else {
+				requester_rewind(rc, psn);
+			}
 			return;
 		case WIRE_AETH_NAK_INV_REQ:
 		case WIRE_AETH_NAK_INV_RD_REQ:

@@ -43,6 +43,12 @@ enum {
  * still under way.) */
 #define RC_RENAK_NS (1000 * 1000ull)
 
+/* SR (sr.c): gaps a requester queues to resend; a NAK whose MSN field has
+ * RC_SR_NAK_LATER set reports a gap past the first (it acknowledges
+ * nothing); the rest of the field is the gap's length. */
+enum { RC_SR_GAPS = 32 };
+#define RC_SR_NAK_LATER (1u << 23)
+
 enum rc_resp_msg { RC_MSG_NONE, RC_MSG_SEND, RC_MSG_WRITE };
 
 struct rc_replay {                   /* responder's atomic replay cache entry */
@@ -88,11 +94,18 @@ struct srn_rc_state {
 	atomic_int inflight;         /* receivers/timer holding a pointer */
 	bool dead;                   /* being destroyed: touch nothing */
 	enum ibv_qp_type type;       /* RC, UC or UD: picks the engines */
+	/* selective retransmission (sr.c): ECE asked for it (ibv_set_ece),
+	 * and the responder's packets held ahead of epsn (kept across a
+	 * reset, emptied by it) */
+	bool sr_want;
+	struct rc_sr_buf *sr_buf;
 
 	/* path, from RTR */
 	bool path_ok;
 	bool path_unresolved;        /* same host, dqpn not registered yet */
 	bool errored;                /* rc_qp_error ran (events posted) */
+	bool peer_softrnic;          /* the peer QP is in this host's registry */
+	bool sr;                     /* selective retransmission in use */
 	struct net_addr peer;        /* where packets go */
 	struct wire_l3 l3;           /* ICRC pseudo-header for our sends */
 	uint32_t dqpn;
@@ -120,6 +133,12 @@ struct srn_rc_state {
 	 * (sent before our resent packets arrived) or duplicated */
 	bool rewound;
 	uint32_t rewound_psn;
+	/* SR: resending a gap up to sr_end, then the gaps queued in
+	 * sr_gaps, then on from req_hi_psn */
+	bool sr_resending;
+	uint32_t sr_end;
+	uint8_t sr_gap_first, sr_gap_n;
+	struct { uint32_t psn, n; } sr_gaps[RC_SR_GAPS];
 	uint32_t req_hi_psn;         /* 1 + the highest PSN sent (retransmits
 				      * are the packets below it) */
 	struct rc_cc cc;
@@ -132,6 +151,8 @@ struct srn_rc_state {
 
 	/* responder (RTR) */
 	uint32_t epsn;               /* expected PSN */
+	uint32_t sr_hi;              /* SR: 1 + the highest PSN received */
+	uint64_t sr_nak_at;          /* SR: when the gap at epsn was NAKed */
 	uint32_t drain_epsn;         /* epsn when an ACK last emptied the SQ */
 	uint32_t msn;                /* message sequence number */
 	bool nak_sent;               /* sequence/RNR NAK sent for epsn */
@@ -351,6 +372,34 @@ void cc_timeout(struct srn_rc_state *rc);
 /* Retransmissions go in bursts spaced at the measured delivery rate:
  * true when the one just sent ends a burst (*pause_ns: how long to wait). */
 bool cc_retx_pause(struct srn_rc_state *rc, uint64_t *pause_ns);
+
+/* sr.c: selective retransmission.  sr_decide: may the QP use it with its
+ * peer?  The responder's side: sr_hold keeps a packet `ahead` PSNs past
+ * epsn (false: not kept, a copy of one held or no room); sr_gap_len: PSNs
+ * from epsn to the first held one (0: none held); sr_take: the packet
+ * held for epsn, if any, into *out; sr_lost_room: none held, but one was
+ * dropped for want of room since the last call. */
+struct rc_sr_buf;
+bool sr_decide(const struct srn_rc_state *rc);
+bool sr_hold(struct srn_rc_state *rc, const struct wire_pkt *pkt, uint32_t ahead);
+uint32_t sr_gap_len(const struct srn_rc_state *rc);
+bool sr_take(struct srn_rc_state *rc, struct wire_pkt *out);
+bool sr_lost_room(struct srn_rc_state *rc);
+/* sr.c: the gap at epsn was NAKed at now: NAK it again after RC_RENAK_NS
+ * if it is still open (sr_renak_timer, from the QP's timer; returns its
+ * next deadline, 0 = none) */
+void sr_renak_arm(struct srn_rc_state *rc, uint64_t now);
+uint64_t sr_renak_timer(struct srn_rc_state *rc, uint64_t now,
+			void (*nak)(struct srn_rc_state *rc, uint32_t psn, uint32_t msn));
+void sr_clear(struct srn_rc_state *rc);
+void sr_free(struct srn_rc_state *rc);
+/* requester.c: resend the n PSNs from psn alone (after those queued
+ * before), then go on (SR) */
+void requester_resend(struct srn_rc_state *rc, uint32_t psn, uint32_t n);
+/* sr.c: the responder saw PSN psn; a gap it opens past the first is
+ * NAKed at once, and the first one again if its NAK is RC_RENAK_NS old */
+void sr_seen(struct srn_rc_state *rc, uint32_t psn, void (*nak)(struct srn_rc_state *rc,
+						 uint32_t psn, uint32_t msn));
 
 /* responder.c */
 void responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);

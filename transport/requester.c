@@ -363,6 +363,8 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t ba
 	}
 }
 
+static void sr_next_gap(struct srn_rc_state *rc);
+
 /* Returns true when the caller is to (re)arm the retransmission timer
  * (requester_arm_retry): the run went to its end. */
 static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
@@ -389,12 +391,19 @@ static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 		win_pool_set(rc, pool);
 
 	while (qp->sq.next != qp->sq.tail) {
-		struct srn_send_wqe *w = rc_sq(qp, qp->sq.next);
+		struct srn_send_wqe *w;
 		int32_t own, more;
 		bool ask_ack, retx;
 		uint64_t pause;
 		int ret;
 
+		/* SR: a gap is resent; the next, or on from the furthest */
+		if (rc->sr_resending && wire_psn_diff(rc->req_psn, rc->sr_end) >= 0) {
+			sr_next_gap(rc);
+			if (qp->sq.next == qp->sq.tail)
+				break;
+		}
+		w = rc_sq(qp, qp->sq.next);
 		if (w->state & WQE_LOC_ERR)
 			break;
 		/* Same-host target: executed in its memory, no packet.  Only
@@ -607,8 +616,9 @@ bool requester_ack_rides(struct srn_rc_state *rc)
 /* Put the send point at psn, a PSN already assigned: sq.next at the WQE
  * holding it, that WQE's offset at psn and those after it at their start.
  * PSN ranges once assigned stay the same.  When no started WQE holds psn
- * or follows it, psn is past all that was sent: sq.next goes past them. */
-static void seek(struct srn_rc_state *rc, uint32_t psn)
+ * or follows it, psn is past all that was sent: sq.next goes past them.
+ * Returns the WQE holding psn, or NULL. */
+static struct srn_send_wqe *seek(struct srn_rc_state *rc, uint32_t psn)
 {
 	struct srn_qp *qp = rc->qp;
 	struct srn_send_wqe *w;
@@ -626,7 +636,7 @@ static void seek(struct srn_rc_state *rc, uint32_t psn)
 	rc->since_ackreq = 0;
 	if (i == qp->sq.tail || !(rc_sq(qp, i)->state & WQE_STARTED)) {
 		rc->req_psn = psn;
-		return;
+		return NULL;
 	}
 	for (uint32_t j = i; j != qp->sq.tail; j++) {
 		w = rc_sq(qp, j);
@@ -642,9 +652,8 @@ static void seek(struct srn_rc_state *rc, uint32_t psn)
 		w->sent = (uint64_t)d * rc->pmtu;
 	if (w->sent > w->length)
 		w->sent = w->length;
-	if (i == qp->sq.head && w->opcode == IBV_WR_RDMA_READ)
-		rc->resp_off = w->sent;
 	rc->req_psn = wire_psn_add(w->first_psn, (uint32_t)d);
+	return w;
 }
 
 /* Is psn held by a WQE that started (a PSN sent, or about to be)? */
@@ -665,6 +674,8 @@ static bool psn_assigned(struct srn_rc_state *rc, uint32_t psn)
 
 void requester_rewind(struct srn_rc_state *rc, uint32_t psn)
 {
+	struct srn_send_wqe *w;
+
 	if (!psn_assigned(rc, psn)) {
 		/* nothing sent at or after psn: just resume */
 		rc->una_psn = rc->req_psn;
@@ -673,8 +684,54 @@ void requester_rewind(struct srn_rc_state *rc, uint32_t psn)
 	rc_count(rc, SRN_CNT_req_retransmits);
 	rc->rewound = true;
 	rc->rewound_psn = psn;
-	seek(rc, psn);
+	rc->sr_resending = false;
+	rc->sr_gap_n = 0;
+	w = seek(rc, psn);
+	/* a READ's responses are taken from there on again */
+	if (w && w == rc_sq(rc->qp, rc->qp->sq.head) && w->opcode == IBV_WR_RDMA_READ)
+		rc->resp_off = w->sent;
 	rc->una_psn = rc->req_psn;
+}
+
+void requester_resend(struct srn_rc_state *rc, uint32_t psn, uint32_t n)
+{
+	uint32_t end = wire_psn_add(psn, n);
+
+	if (wire_psn_diff(end, rc->una_psn) <= 0 || wire_psn_diff(end, rc->req_hi_psn) > 0)
+		return;
+	rc_count(rc, SRN_CNT_sr_resends);
+	if (rc->sr_resending) {
+		if (rc->sr_gap_n < RC_SR_GAPS) {
+			uint32_t i = (rc->sr_gap_first + rc->sr_gap_n++) % RC_SR_GAPS;
+
+			rc->sr_gaps[i].psn = psn;
+			rc->sr_gaps[i].n = n;
+		}
+		return; /* (a full queue: the responder NAKs it again) */
+	}
+	rc->sr_resending = true;
+	rc->sr_end = end;
+	seek(rc, wire_psn_diff(psn, rc->una_psn) < 0 ? rc->una_psn : psn);
+}
+
+/* The gap being resent is done: start on the next one queued still
+ * unacknowledged, or go on from the furthest PSN sent. */
+static void sr_next_gap(struct srn_rc_state *rc)
+{
+	while (rc->sr_gap_n) {
+		uint32_t i = rc->sr_gap_first;
+		uint32_t psn = rc->sr_gaps[i].psn, end = wire_psn_add(psn, rc->sr_gaps[i].n);
+
+		rc->sr_gap_first = (uint8_t)((i + 1) % RC_SR_GAPS);
+		rc->sr_gap_n--;
+		if (wire_psn_diff(end, rc->una_psn) <= 0)
+			continue;
+		rc->sr_end = end;
+		seek(rc, wire_psn_diff(psn, rc->una_psn) < 0 ? rc->una_psn : psn);
+		return;
+	}
+	rc->sr_resending = false;
+	requester_skip(rc, rc->req_hi_psn);
 }
 
 void requester_skip(struct srn_rc_state *rc, uint32_t psn)
