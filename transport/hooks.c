@@ -270,6 +270,12 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 		requester_run(rc);
 }
 
+void srn_transport_qp_set_sr(struct srn_qp *qp, bool on)
+{
+	if (qp->rc)
+		qp->rc->sr_want = on;
+}
+
 void srn_qp_unlock(struct srn_qp *qp)
 {
 	struct srn_rc_state *rc = qp->rc; /* (read under the lock) */
