@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # A short libFuzzer run of each target in tests/fuzz (packet codec; the
 # engine's receive side against live RC/UC/UD QPs with guard pages; the CM's
-# MAD receive path; the same-host inbox against a hostile producer), built
+# MAD receive path; the same-host inbox and CQ/RQ rings against a hostile
+# peer), built
 # with clang, ASan and UBSan in a build directory of its own.  `make fuzz`
 # runs them longer (FUZZ_SECONDS).  Any crash, sanitizer report or escaped
 # write fails the test and leaves the input in $SRN_BUILD/fuzz-build/crashes.
 . "$(dirname "$0")/../lib/e2e.sh"
 t_need clang cmake
-# make check: a few seconds each (4 targets); make fuzz sets more
+# make check: a few seconds each (5 targets); make fuzz sets more
 SECS=${FUZZ_SECONDS:-8}
-TARGETS="fuzz_wire_decode fuzz_responder fuzz_cm_mad fuzz_shm_ring"
+TARGETS="fuzz_wire_decode fuzz_responder fuzz_cm_mad fuzz_shm_ring fuzz_shared_rings"
 FB="$SRN_BUILD/fuzz-build"
 # libFuzzer ships in libclang-rt-NN-dev: try a tiny link before building all.
 printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' >"$T_TMP/p.c"
