@@ -2,10 +2,10 @@
 # A short libFuzzer run of each target in tests/fuzz (packet codec; the
 # engine's receive side against live RC/UC/UD QPs with guard pages; the CM's
 # MAD receive path; the same-host inbox and CQ/RQ rings against a hostile
-# peer), built
-# with clang, ASan and UBSan in a build directory of its own.  `make fuzz`
-# runs them longer (FUZZ_SECONDS).  Any crash, sanitizer report or escaped
-# write fails the test and leaves the input in $SRN_BUILD/fuzz-build/crashes.
+# peer), built with clang, ASan and UBSan in a build directory of its own.
+# `make fuzz` runs them longer (FUZZ_SECONDS); docs/fuzzing.md has more.
+# Any crash, sanitizer report or escaped write fails the test and leaves
+# the input in $SRN_BUILD/fuzz-build/crashes.
 . "$(dirname "$0")/../lib/e2e.sh"
 t_need clang cmake
 # make check: a few seconds each (5 targets); make fuzz sets more

@@ -10,10 +10,10 @@
  * steps: A's SENDs and WRITEs with immediate (delivered by A into T's
  * rings), T's post_recv and polls, arming T's CQ, and hostile 32- or
  * 64-bit writes anywhere in the headers of T's RQ and CQ rings and in
- * their WQE and completion slots (what a malicious or corrupted peer can
- * do).  T's MR sits between a PROT_NONE guard page and an unregistered
- * page whose pattern is checked after every input; ASan and UBSan catch
- * the rest.  An input that wrote the rings, left a QP in ERR or a send
+ * their WQE and completion slots, and in what T's QP publishes in the
+ * host's QPN registry (what a malicious or corrupted peer can do).  T's
+ * MR sits between a PROT_NONE guard page and an unregistered page whose
+ * pattern is checked after every input; ASan and UBSan catch the rest.  An input that wrote the rings, left a QP in ERR or a send
  * pending ends with fresh QPs (and a fresh CQ for T when its ring was
  * written): a wrecked ring does not outlive the input that wrecked it.
  * Built by `make fuzz` (clang); tests/e2e/fuzz_smoke.sh runs it briefly. */
@@ -25,6 +25,8 @@
 
 #include "tests/fuzz/fuzz_cursor.h"
 #include "tests/lib/t_verbs.h"
+#include "net/registry.h"
+#include "transport/engine.h"
 #include "verbs/datapath.h"
 #include "verbs/shared_rings.h"
 
@@ -213,6 +215,22 @@ static void hostile(struct cursor *c, void *base, size_t span)
 	}
 }
 
+/* What T's QP tells same-host peers in the host's QPN registry (where its
+ * RQ ring is, its state, PD, peer): the same word-write, republished. */
+static void hostile_qpinfo(struct cursor *c)
+{
+	struct net_registry *reg = srn_ctx(ctx)->engine->reg;
+	struct net_reg_qpinfo in;
+	size_t off = (size_t)take(c, 1) % sizeof(in) & ~(size_t)3;
+	uint32_t v = (uint32_t)take(c, 4);
+
+	if (!reg || net_registry_qpinfo(reg, qp_t->qp_num, &in, NULL))
+		return;
+	memcpy((char *)&in + off, &v, 4);
+	net_registry_publish(reg, qp_t->qp_num, &in);
+	rq_dirty = true;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -226,7 +244,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int step = 0; step < 48 && c.n; step++) {
 		uint8_t op = (uint8_t)take(&c, 1);
 
-		switch (op % 11) {
+		switch (op % 12) {
 		case 0: a_post(&c, IBV_WR_SEND); break;
 		case 1: a_post(&c, IBV_WR_SEND_WITH_IMM); break;
 		case 2: a_post(&c, IBV_WR_RDMA_WRITE_WITH_IMM); break;
@@ -249,6 +267,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 8: poll_some(cq_t, 1 + (int)(take(&c, 1) % 4)); break;
 		case 9: poll_some(cq_a, 1 + (int)(take(&c, 1) % 4)); break;
+		case 10: hostile_qpinfo(&c); break;
 		default: (void)ibv_req_notify_cq(cq_t, (int)(take(&c, 1) & 1)); break;
 		}
 	}
