@@ -46,6 +46,8 @@ bool net_shm_inbox_pending(struct net_shm_inbox *in);
 void net_shm_inbox_set_sleeping(struct net_shm_inbox *in, bool on);
 /* Slots dropped because the shared file held nonsense (tests, debug). */
 uint64_t net_shm_inbox_bad(const struct net_shm_inbox *in);
+/* Where the owner maps the file (the fuzzer checks packets lie inside). */
+const void *net_shm_inbox_base(const struct net_shm_inbox *in);
 
 /* The inbox of dev's engine at port, mapped once per process and cached;
  * a cached one is checked against the file (same inode, owner alive) and

@@ -258,13 +258,19 @@ static void mr_refresh(struct peer *p, uint32_t pd, struct direct_mr *m)
 
 	m->ok = false;
 	mr_release(p, m); /* a changed MR may be another memfd */
-	if (!m->e)
-		m->e = peer_mr_entry(p, m->rkey >> 8);
-	if (!m->e || !peer_mr_snapshot(m->e, &s, &m->gen)) {
-		m->e = NULL; /* look again next time */
-		return;
+	/* twice: the owner's table may have grown and moved the entry */
+	for (int look = 0; look < 2; look++) {
+		if (!m->e)
+			m->e = peer_mr_entry(p, m->rkey);
+		if (!m->e || !peer_mr_snapshot(m->e, &s, &m->gen)) {
+			m->e = NULL; /* look again next time */
+			return;
+		}
+		if (s.key == m->rkey)
+			break;
+		m->e = NULL;
 	}
-	if (s.key != m->rkey || s.key == 0 || s.pd_handle != pd)
+	if (!m->e || s.key == 0 || s.pd_handle != pd)
 		return;
 	m->ok = true;
 	m->access = s.access;

@@ -96,13 +96,21 @@ static bool pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
+/* Rings start on their struct's alignment (they begin whole pages of the
+ * owner's memfd): an offset that does not is nonsense, and using it
+ * would be a misaligned access to the ring's words. */
+static bool ring_aligned(uint64_t off)
+{
+	return !(off & (SRN_RING_HOT_ALIGN - 1));
+}
+
 /* The WQE ring a QP's header names at off (an SRQ's), checked against
  * the mapping of size bytes at base; NULL if it does not hold together. */
 static struct srn_rq_ring *srq_ring_at(char *base, uint64_t size, uint64_t off, uint32_t max_wr)
 {
 	struct srn_rq_ring *r;
 
-	if ((off & 63) || off > size || srn_rq_ring_bytes(max_wr) > size - off)
+	if (!ring_aligned(off) || off > size || srn_rq_ring_bytes(max_wr) > size - off)
 		return NULL;
 	r = (struct srn_rq_ring *)(base + off);
 	if (r->magic != SRN_RINGS_MAGIC || r->max_wr != max_wr || r->srq_off ||
@@ -130,14 +138,15 @@ static bool rings_attach(struct direct_qp *d)
 	d->rq_mh = peer_map_memfd(d->peer, d->rq_memfd, d->rq_ino, &base, &size);
 	if (!d->rq_mh)
 		goto fail;
-	if (d->rq_off > size || srn_rq_ring_bytes(0) > size - d->rq_off)
+	if (!ring_aligned(d->rq_off) || d->rq_off > size ||
+	    srn_rq_ring_bytes(0) > size - d->rq_off)
 		goto fail;
 	rq = (struct srn_rq_ring *)(base + d->rq_off);
 	cq_off = rq->cq_off;
 	cq_size = rq->cq_size;
 	srq_off = rq->srq_off;
 	if (rq->magic != SRN_RINGS_MAGIC || !atomic_load(&rq->open) || !pow2(cq_size) ||
-	    cq_size > SRN_MAX_CQE || (cq_off & 63) || cq_off > size ||
+	    cq_size > SRN_MAX_CQE || !ring_aligned(cq_off) || cq_off > size ||
 	    srn_cq_ring_bytes(cq_size) > size - cq_off)
 		goto fail;
 	if (srq_off) {

@@ -67,11 +67,13 @@ void rc_flush_rq(struct srn_rc_state *rc)
 		srn_cq_push(qp->recv_cq, &wc, false);
 		rc->rwqe_have = false;
 	}
-	/* an SRQ's WQEs are other QPs' too: they stay */
+	/* an SRQ's WQEs are other QPs' too: they stay.  At most a ring's
+	 * worth: head and tail are words a same-host peer can write. */
 	if (!qp->srq && qp->rqs) {
 		struct srn_recv_wqe r;
 
-		while (srn_rq_ring_take(qp->rqs, qp->rq.max_wr, &r) == 0) {
+		for (uint32_t n = 0; n < qp->rq.max_wr &&
+				     srn_rq_ring_take(qp->rqs, qp->rq.max_wr, &r) == 0; n++) {
 			wc.wr_id = r.wr_id;
 			srn_cq_push(qp->recv_cq, &wc, false);
 		}

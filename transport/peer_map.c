@@ -278,15 +278,23 @@ bool peer_is_self(const struct peer *p)
 	return p->self;
 }
 
-const struct srn_mrdir_entry *peer_mr_entry(struct peer *p, uint32_t idx)
+const struct srn_mrdir_entry *peer_mr_entry(struct peer *p, uint32_t key)
 {
 	const struct srn_mrdir_entry *e = NULL;
+	uint32_t idx;
 
 	pthread_mutex_lock(&peers_lock);
-	if (idx >= p->nent)
+	if (!p->dir)
 		map_dir(p);
-	if (idx < p->nent)
-		e = &p->ent[idx];
+	if (p->dir) {
+		/* the peer's word: bounded by nent below, whatever it says */
+		idx = key & atomic_load_explicit(&((struct srn_mrdir_hdr *)p->dir)->mask,
+						 memory_order_acquire);
+		if (idx >= p->nent)
+			map_dir(p);
+		if (idx < p->nent)
+			e = &p->ent[idx];
+	}
 	pthread_mutex_unlock(&peers_lock);
 	return e;
 }

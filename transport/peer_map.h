@@ -51,9 +51,10 @@ bool peer_alive(struct peer *p);
  * this process, or has none. */
 const _Atomic uint32_t *peer_life(const struct peer *p);
 
-/* Entry idx of the peer's MR directory (remapping if it grew), or NULL
- * if there is no such slot. */
-const struct srn_mrdir_entry *peer_mr_entry(struct peer *p, uint32_t idx);
+/* The entry of key in the peer's MR directory (key & the mask it
+ * publishes; remapping if it grew), or NULL if there is no such slot.
+ * The entry may hold another key: the caller compares. */
+const struct srn_mrdir_entry *peer_mr_entry(struct peer *p, uint32_t key);
 
 /* Consistent copy of e under its seqlock: true and *seq = its generation;
  * false if the owner kept rewriting it. */

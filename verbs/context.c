@@ -48,7 +48,6 @@ SRN_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ic = &ctx->vctx.context;
 	ic->cmd_fd = -1;
 	ctx->dev = srn_dev(device);
-	ctx->key_seed = random_seed();
 	do
 		ctx->mrdir_nonce = random_seed();
 	while (ctx->mrdir_nonce == 0);

@@ -322,12 +322,23 @@ struct ibv_cq_ex *srn_create_cq_ex(struct ibv_context *context,
 	return cq ? &cq->ibv : NULL;
 }
 
+/* Where a walk over the entries [c, p) starts: cons and prod are words a
+ * same-host peer can write, and the ring never holds more than size
+ * entries, so a wider window is nonsense of which only the last size
+ * entries are looked at (c past p: none).  Bounds every such walk. */
+static uint64_t cq_walk_start(uint64_t c, uint64_t p, uint32_t size)
+{
+	if (c > p)
+		return p;
+	return p - c > size ? p - size : c;
+}
+
 /* Stop new reservations in r and wait (bounded) for the reserved ones to
  * be written; one never written (its producer died) is marked skipped. */
 static void cq_ring_close(struct srn_cq_ring *r, uint32_t size)
 {
 	uint64_t p = atomic_fetch_or(&r->prod, SRN_CQ_CLOSED) & ~SRN_CQ_CLOSED;
-	uint64_t c = atomic_load(&r->cons), t0 = net_now_ns();
+	uint64_t c = cq_walk_start(atomic_load(&r->cons), p, size), t0 = net_now_ns();
 
 	for (uint64_t i = c; i < p; i++) {
 		struct srn_cqe_slot *s = &r->ent[i & (size - 1)];
@@ -489,7 +500,7 @@ void srn_cq_clean_qp(struct srn_cq *cq, uint32_t qpn)
 	p = atomic_fetch_or(&r->prod, SRN_CQ_CLOSED);
 	closed = p & SRN_CQ_CLOSED;
 	p &= ~SRN_CQ_CLOSED;
-	c = atomic_load(&r->cons);
+	c = cq_walk_start(atomic_load(&r->cons), p, cq->size);
 	for (uint64_t i = c; i < p; i++) {
 		struct srn_cqe_slot *s = &r->ent[i & (cq->size - 1)];
 

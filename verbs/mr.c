@@ -1,19 +1,28 @@
 /* Memory regions.  Registration records (address, length, access, PD) in
  * the context's MR table and pins nothing, so it costs the same for 4 KiB
- * and for 1 TiB.  A key is (table index << 8) | 8 random key bits; like
- * rxe, lkey == rkey.  The transport checks every access with
- * srn_mr_resolve(), the one place that turns a key into a pointer.
+ * and for 1 TiB.  Like rxe, lkey == rkey.  The transport checks every
+ * access with srn_mr_resolve(), the one place that turns a key into a
+ * pointer.
  *
- * A freed table slot keeps a tombstone with its last key bits so the next
- * MR in that slot gets different ones: a stale key never matches the MR
- * that replaced it. */
+ * Keys are what a remote peer presents to reach our memory, so they must
+ * not be guessable.  A key's low bits, as many as the table has slots (a
+ * power of two from 256 to SRN_MAX_MR), name its slot; every other bit is
+ * drawn from the kernel's CSPRNG (verbs/key_random.c): 24 random bits with
+ * up to 256 MRs, 22 with 1k, 12 at the 1M limit.  A lookup takes the slot
+ * from the key and compares the whole key: O(1).  A full table doubles
+ * and each entry whose key has the new index bit set moves to the upper
+ * half (keys never change); the MR directory follows (mr_dir.c).
+ *
+ * A new key is never one off (key +- 1) or one bit flip away from a live
+ * key, nor the last key of its slot (kept in a tombstone when freed): a
+ * stale or slightly wrong key never reaches another MR. */
 #include "verbs/datapath.h"
 #include "verbs/export.h"
+#include "verbs/key_random.h"
 #include "verbs/mr_dir.h"
 #include "verbs/mr_share.h"
 
 #include <stdlib.h>
-#include <sys/random.h>
 
 /* v44's header turns these names into inline selectors; we define the
  * symbols themselves (abi/libibverbs.map). */
@@ -21,7 +30,8 @@
 #undef ibv_reg_mr_iova
 
 #define MR_MIN_SLOTS 256u
-#define MR_MAX_SLOTS ((uint32_t)SRN_MAX_MR + 1) /* index 0 is never used */
+#define MR_MAX_SLOTS ((uint32_t)SRN_MAX_MR)
+_Static_assert((SRN_MAX_MR & (SRN_MAX_MR - 1)) == 0, "slots: a power of two");
 
 /* Flags we act on.  The rest of the optional range (RELAXED_ORDERING and
  * friends) are performance hints: rdma-core silently drops them when the
@@ -44,26 +54,59 @@ static bool slot_is_free(const struct srn_mr *m)
 	return !m || ((uintptr_t)m & 1);
 }
 
-/* Tombstone: odd "pointer" carrying the last key bits. */
+/* Tombstone: odd "pointer" carrying the slot's last key. */
 static struct srn_mr *tombstone(uint32_t key)
 {
-	return (struct srn_mr *)(uintptr_t)(((key & 0xff) << 1) | 1);
+	return (struct srn_mr *)(((uintptr_t)key << 1) | 1);
 }
 
-/* xorshift32 over the context's random seed; ctx->lock held. */
-static uint8_t next_key_bits(struct srn_context *ctx)
+static uint32_t tombstone_key(const struct srn_mr *m)
 {
-	uint32_t x = ctx->key_seed;
+	return (uint32_t)((uintptr_t)m >> 1);
+}
 
-	if (x == 0 && getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
-		x = 0x9e3779b9u;
-	if (x == 0)
-		x = 0x9e3779b9u;
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	ctx->key_seed = x;
-	return (uint8_t)(x >> 11);
+/* The slot key maps to (ctx->lock held; the table is not empty). */
+static uint32_t key_slot(const struct srn_context *ctx, uint32_t key)
+{
+	return key & (ctx->mrs_cap - 1);
+}
+
+/* The live MR whose key is key, or NULL (ctx->lock held). */
+static struct srn_mr *mr_of_key(const struct srn_context *ctx, uint32_t key)
+{
+	struct srn_mr *m = ctx->mrs_cap ? ctx->mrs[key_slot(ctx, key)] : NULL;
+
+	return !slot_is_free(m) && m->ibv.lkey == key ? m : NULL;
+}
+
+/* True if key +- 1 or key with one bit flipped is a live key. */
+static bool near_live_key(const struct srn_context *ctx, uint32_t key)
+{
+	if (mr_of_key(ctx, key + 1) || mr_of_key(ctx, key - 1))
+		return true;
+	for (int b = 0; b < 32; b++)
+		if (mr_of_key(ctx, key ^ (1u << b)))
+			return true;
+	return false;
+}
+
+/* A fresh key for free slot idx (ctx->lock held): random where the slot
+ * bits are not; 0 if the kernel gives no random bits. */
+static uint32_t new_key(struct srn_context *ctx, uint32_t idx)
+{
+	uint32_t mask = ctx->mrs_cap - 1, last = ctx->mrs[idx] ? tombstone_key(ctx->mrs[idx]) : 0;
+	uint32_t r, key;
+
+	/* a rejected draw is rare (a neighbour of one of up to 2^20 keys
+	 * among 2^32): 64 tries never run out in practice */
+	for (int tries = 0; tries < 64; tries++) {
+		if (!srn_key_random32(&r))
+			return 0;
+		key = (r & ~mask) | idx;
+		if (key != 0 && key != last && !near_live_key(ctx, key))
+			return key;
+	}
+	return 0;
 }
 
 /* 0, or EINVAL / EOPNOTSUPP for an access combination we refuse. */
@@ -98,30 +141,45 @@ static int check_range(const void *addr, size_t length, uint64_t iova,
 	return 0;
 }
 
-/* A free slot index (growing the table); ctx->lock held.  0 if full. */
-static uint32_t mr_slot_alloc(struct srn_context *ctx)
+/* Doubles the table (ctx->lock held): an entry (or tombstone) whose key
+ * has the new index bit set moves to the new upper half.  false if full. */
+static bool mr_table_grow(struct srn_context *ctx)
 {
-	uint32_t i, cap;
+	uint32_t old = ctx->mrs_cap, cap = old ? old * 2 : MR_MIN_SLOTS;
 	struct srn_mr **t;
 
-	for (i = 1; i < ctx->mrs_cap; i++)
-		if (slot_is_free(ctx->mrs[i]))
-			return i;
-	/* O(n) scan: registration is a slow path; fine below ~1M MRs. */
-	cap = ctx->mrs_cap ? ctx->mrs_cap * 2 : MR_MIN_SLOTS;
 	if (cap > MR_MAX_SLOTS)
-		cap = MR_MAX_SLOTS;
-	if (cap <= ctx->mrs_cap)
-		return 0;
+		return false;
 	t = realloc(ctx->mrs, cap * sizeof(*t));
 	if (!t)
-		return 0;
-	for (i = ctx->mrs_cap; i < cap; i++)
+		return false;
+	for (uint32_t i = old; i < cap; i++)
 		t[i] = NULL;
-	i = ctx->mrs_cap ? ctx->mrs_cap : 1;
+	for (uint32_t i = 0; i < old; i++) {
+		struct srn_mr *m = t[i];
+
+		if (m && ((slot_is_free(m) ? tombstone_key(m) : m->ibv.lkey) & old)) {
+			t[i + old] = m;
+			t[i] = NULL;
+		}
+	}
 	ctx->mrs = t;
 	ctx->mrs_cap = cap;
-	return i;
+	srn_mrdir_resize(ctx, cap - 1);
+	return true;
+}
+
+/* A free slot index (growing the table); ctx->lock held.  UINT32_MAX if
+ * full. */
+static uint32_t mr_slot_alloc(struct srn_context *ctx)
+{
+	/* O(n) scan: registration is a slow path; fine below ~1M MRs. */
+	do
+		for (uint32_t i = 0; i < ctx->mrs_cap; i++)
+			if (slot_is_free(ctx->mrs[i]))
+				return i;
+	while (mr_table_grow(ctx));
+	return UINT32_MAX;
 }
 
 /* Registers [addr, addr+length) so that peers see it at iova.  NULL +
@@ -133,7 +191,6 @@ SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 	struct srn_context *ctx;
 	struct srn_mr *mr;
 	uint32_t idx, key;
-	uint8_t bits, old;
 	int err;
 
 	if (!ibpd) {
@@ -164,23 +221,19 @@ SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 
 	pthread_mutex_lock(&ctx->lock);
 	idx = mr_slot_alloc(ctx);
-	if (!idx) {
+	key = idx == UINT32_MAX ? 0 : new_key(ctx, idx);
+	if (!key) {
 		pthread_mutex_unlock(&ctx->lock);
 		srn_mr_share_put(mr->share);
 		free(mr);
 		errno = ENOMEM;
 		return NULL;
 	}
-	old = ctx->mrs[idx] ? (uint8_t)((uintptr_t)ctx->mrs[idx] >> 1) : 0;
-	do
-		bits = next_key_bits(ctx);
-	while (ctx->mrs[idx] && bits == old);
-	key = idx << 8 | bits;
 	mr->ibv.context = ibpd->context;
 	mr->ibv.pd = ibpd;
 	mr->ibv.addr = addr;
 	mr->ibv.length = length;
-	mr->ibv.handle = idx;
+	mr->ibv.handle = key; /* unique while it lives; its slot may move */
 	mr->ibv.lkey = key;
 	mr->ibv.rkey = key;
 	ctx->mrs[idx] = mr;
@@ -282,21 +335,19 @@ SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct srn_context *ctx;
 	struct srn_mr *mr;
-	uint32_t idx;
 
 	if (!ibmr)
 		return EINVAL;
 	mr = srn_mr(ibmr);
 	ctx = srn_ctx(ibmr->context);
-	idx = ibmr->lkey >> 8;
 	pthread_mutex_lock(&ctx->lock);
-	if (idx >= ctx->mrs_cap || ctx->mrs[idx] != mr) {
+	if (mr_of_key(ctx, ibmr->lkey) != mr) {
 		pthread_mutex_unlock(&ctx->lock);
 		return EINVAL;
 	}
 	/* Peers stop finding it before the key stops resolving. */
 	srn_mrdir_retract(ctx, mr);
-	ctx->mrs[idx] = tombstone(ibmr->lkey);
+	ctx->mrs[key_slot(ctx, ibmr->lkey)] = tombstone(ibmr->lkey);
 	atomic_fetch_add(&ctx->mr_gen, 1);
 	pthread_mutex_unlock(&ctx->lock);
 	atomic_fetch_sub(&mr->pd->users, 1);
@@ -312,7 +363,6 @@ enum srn_mr_check srn_mr_resolve(struct srn_context *ctx, struct srn_pd *pd,
 {
 	enum srn_mr_check r = SRN_MR_OK;
 	struct srn_mr *mr;
-	uint32_t idx = key >> 8;
 	uint64_t off;
 
 	*out = NULL;
@@ -321,7 +371,7 @@ enum srn_mr_check srn_mr_resolve(struct srn_context *ctx, struct srn_pd *pd,
 	if (len == 0)
 		return SRN_MR_OK;
 	pthread_mutex_lock(&ctx->lock);
-	mr = idx < ctx->mrs_cap ? ctx->mrs[idx] : NULL;
+	mr = ctx->mrs_cap ? ctx->mrs[key_slot(ctx, key)] : NULL;
 	if (slot_is_free(mr) ||
 	    (remote ? mr->ibv.rkey : mr->ibv.lkey) != key) {
 		r = SRN_MR_BAD_KEY;

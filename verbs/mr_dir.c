@@ -69,7 +69,7 @@ static void sweep_stale(void)
 int srn_mrdir_open(struct srn_context *ctx)
 {
 	struct srn_mrdir *dir;
-	uint32_t nslots = (uint32_t)SRN_MAX_MR + 1;
+	uint32_t nslots = (uint32_t)SRN_MAX_MR;
 	int fd, err;
 	void *p;
 
@@ -155,13 +155,13 @@ __attribute__((destructor)) static void mrdir_unlink_all(void)
 	pthread_mutex_unlock(&dirs_lock);
 }
 
-/* Writes entry idx under its seqlock: seq odd, fields, seq even. */
+/* Writes entry idx under its seqlock: seq odd, fields, seq even
+ * (dir->lock held). */
 static void entry_write(struct srn_mrdir *dir, uint32_t idx, const struct srn_mrdir_entry *v)
 {
 	struct srn_mrdir_entry *e = &dir->ent[idx];
 	uint32_t s;
 
-	pthread_mutex_lock(&dir->lock);
 	s = atomic_load_explicit(&e->seq, memory_order_relaxed);
 	atomic_store_explicit(&e->seq, s + 1, memory_order_relaxed);
 	/* The odd seq is visible before any field changes; pairs with the
@@ -181,6 +181,14 @@ static void entry_write(struct srn_mrdir *dir, uint32_t idx, const struct srn_mr
 	/* Fields before the even seq; pairs with the reader's acquire load
 	 * of seq before it copies the fields. */
 	atomic_store_explicit(&e->seq, s + 2, memory_order_release);
+}
+
+/* Writes key's entry: at key & mask, read under dir->lock so that a
+ * resize comes wholly before or after. */
+static void entry_put(struct srn_mrdir *dir, uint32_t key, const struct srn_mrdir_entry *v)
+{
+	pthread_mutex_lock(&dir->lock);
+	entry_write(dir, key & atomic_load_explicit(&dir->hdr->mask, memory_order_relaxed), v);
 	pthread_mutex_unlock(&dir->lock);
 }
 
@@ -189,18 +197,18 @@ bool srn_mrdir_active(const struct srn_context *ctx)
 	return ctx->mrdir && ctx->mrdir->pid == getpid();
 }
 
-static struct srn_mrdir *writable(struct srn_context *ctx, const struct srn_mr *mr)
+static struct srn_mrdir *writable(struct srn_context *ctx)
 {
 	struct srn_mrdir *dir = ctx->mrdir;
 
-	if (!dir || dir->pid != getpid() || (mr->ibv.lkey >> 8) >= dir->hdr->nslots)
+	if (!dir || dir->pid != getpid())
 		return NULL;
 	return dir;
 }
 
 void srn_mrdir_publish(struct srn_context *ctx, const struct srn_mr *mr)
 {
-	struct srn_mrdir *dir = writable(ctx, mr);
+	struct srn_mrdir *dir = writable(ctx);
 	struct srn_mrdir_entry v = { .memfd = -1 };
 
 	if (!dir)
@@ -223,14 +231,41 @@ void srn_mrdir_publish(struct srn_context *ctx, const struct srn_mr *mr)
 			v.memfd_off = srn_mr_share_offset(mr->share, mr->vaddr + head);
 		}
 	}
-	entry_write(dir, mr->ibv.lkey >> 8, &v);
+	entry_put(dir, mr->ibv.lkey, &v);
 }
 
 void srn_mrdir_retract(struct srn_context *ctx, const struct srn_mr *mr)
 {
-	struct srn_mrdir *dir = writable(ctx, mr);
+	struct srn_mrdir *dir = writable(ctx);
 	struct srn_mrdir_entry v = { .memfd = -1 };
 
 	if (dir)
-		entry_write(dir, mr->ibv.lkey >> 8, &v);
+		entry_put(dir, mr->ibv.lkey, &v);
+}
+
+void srn_mrdir_resize(struct srn_context *ctx, uint32_t mask)
+{
+	struct srn_mrdir *dir = writable(ctx);
+	struct srn_mrdir_entry none = { .memfd = -1 };
+	uint32_t old;
+
+	if (!dir || mask >= dir->hdr->nslots)
+		return;
+	pthread_mutex_lock(&dir->lock);
+	old = atomic_load_explicit(&dir->hdr->mask, memory_order_relaxed);
+	/* new places first: a reader with either mask finds the entry */
+	for (uint32_t i = 0; i <= old && mask > old; i++) {
+		struct srn_mrdir_entry *e = &dir->ent[i];
+
+		if (e->key && (e->key & mask) != i)
+			entry_write(dir, e->key & mask, e);
+	}
+	atomic_store_explicit(&dir->hdr->mask, mask, memory_order_release);
+	for (uint32_t i = 0; i <= old && mask > old; i++) {
+		struct srn_mrdir_entry *e = &dir->ent[i];
+
+		if (e->key && (e->key & mask) != i)
+			entry_write(dir, i, &none);
+	}
+	pthread_mutex_unlock(&dir->lock);
 }

@@ -4,9 +4,13 @@
  *
  * One file per context, /dev/shm/softrnic-mrdir-<pid>-<nonce> (nonce:
  * srn_context.mrdir_nonce, random), written only by its owner, mapped
- * read-only by peers.  The entry of an MR is at index key >> 8 (the MR
- * table index, verbs/mr.c).  Peers read an entry under its seqlock: read
- * seq (even), copy the fields, re-read seq; if it changed or is odd, the
+ * read-only by peers.  The entry of an MR is at index key & mask, its
+ * slot in the owner's MR table (verbs/mr.c).  mask grows with that table:
+ * the owner first writes the entries that move at their new index, then
+ * publishes the new mask, then clears the old entries; so a reader whose
+ * entry no longer holds its key reads mask again and, if it changed,
+ * looks once more.  Peers read an entry under its seqlock: read seq
+ * (even), copy the fields, re-read seq; if it changed or is odd, the
  * entry was being rewritten: retry or give up. */
 #ifndef VERBS_MR_DIR_H
 #define VERBS_MR_DIR_H
@@ -17,14 +21,14 @@
 #include <stdio.h>
 
 #define SRN_MRDIR_MAGIC 0x52444d53u  /* "SMDR" */
-#define SRN_MRDIR_VERSION 3u
+#define SRN_MRDIR_VERSION 4u
 
 struct srn_mrdir_hdr {
 	uint32_t magic, version;
 	int32_t pid;                 /* owner */
 	uint32_t nslots;             /* entries that follow */
 	int32_t life_fd;             /* owner's life page (net/life.h), */
-	uint32_t pad0;
+	_Atomic uint32_t mask;       /* an MR's entry: key & mask */
 	uint64_t life_ino;           /* -1 / 0: none */
 	uint8_t pad[32];             /* entries start on a cache line */
 };
@@ -73,5 +77,7 @@ bool srn_mrdir_active(const struct srn_context *ctx);
 void srn_mrdir_publish(struct srn_context *ctx, const struct srn_mr *mr);
 /* Clears mr's entry (key 0), before the MR goes away. */
 void srn_mrdir_retract(struct srn_context *ctx, const struct srn_mr *mr);
+/* The MR table grew to mask + 1 slots: entries move (ctx->lock held). */
+void srn_mrdir_resize(struct srn_context *ctx, uint32_t mask);
 
 #endif

@@ -85,9 +85,8 @@ struct srn_context {
 	struct srn_engine *engine;   /* this process's NIC engine for dev */
 	struct srn_async *async;     /* async events queue */
 	pthread_mutex_t lock;        /* guards the object tables below */
-	uint32_t key_seed;           /* random source for lkey/rkey key bits */
-	struct srn_mr **mrs;         /* MR table indexed by key >> 8 */
-	uint32_t mrs_cap;            /* slots in mrs[] */
+	struct srn_mr **mrs;         /* MR table: slot key & (mrs_cap - 1) */
+	uint32_t mrs_cap;            /* slots in mrs[]: 0 or a power of two */
 	_Atomic uint32_t mr_gen;     /* bumped by every dereg and rereg (under
 				      * lock): a pointer srn_mr_resolve gave
 				      * stays good while this reads the same */

@@ -4,7 +4,9 @@
  * reads the entries under their seqlock, checks every field, maps the
  * memfd through /proc/<A>/fd and writes and adds into A's buffer; an MR
  * that cannot be shared is published with memfd -1; after dereg the entry
- * is gone (key 0), after ibv_close_device the file is.  Under
+ * is gone (key 0), after ibv_close_device the file is.  600 more MRs make
+ * A's table double twice: the entries that move are found at key & the
+ * new mask and no longer at the old place.  Under
  * SOFTRNIC_TRANSPORT=udp there is no directory and nothing is re-backed. */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +27,8 @@
 
 #define PG 4096u
 #define BUF (16 * PG)
+#define NFILL 600                    /* MRs that make the table grow */
+#define NFILL_ASKED 40               /* of them, the ones the peer checks */
 
 /* What A tells B about an MR over the pipe. */
 struct mr_msg {
@@ -93,7 +97,7 @@ static int peer(pid_t a, int rd, int wr)
 		"directory header");
 	while (read(rd, &m, sizeof(m)) == sizeof(m)) {
 		struct srn_mrdir_entry e;
-		uint32_t idx = m.key >> 8;
+		uint32_t mask = atomic_load(&h->mask), idx = m.key & mask;
 		char ack = 0;
 
 		if (idx >= h->nslots || !entry_read(h, idx, &e)) {
@@ -107,6 +111,14 @@ static int peer(pid_t a, int rd, int wr)
 				"entry %u fields (key %#x/%#x)", idx, e.key, m.key);
 			T_CHECK((e.memfd >= 0) == (m.want_memfd == 1), "entry %u memfd %d", idx,
 				e.memfd);
+			/* where smaller tables put it: not there (any more) */
+			for (uint32_t om = mask >> 1; om >= 255; om >>= 1) {
+				struct srn_mrdir_entry o;
+
+				if ((m.key & om) != idx && entry_read(h, m.key & om, &o))
+					T_CHECK(o.key != m.key, "key %#x also at %u (mask %#x)",
+						m.key, m.key & om, om);
+			}
 			if (e.memfd >= 0) {
 				char path[64];
 				unsigned char *q;
@@ -182,7 +194,8 @@ int main(void)
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr, *mr2, *mr3;
-	unsigned char *buf, *buf3, *fbuf;
+	unsigned char *buf, *buf3, *fbuf, *fill;
+	struct ibv_mr *fillers[NFILL];
 	char tmpl[] = "/tmp/test_mr_share_peer.XXXXXX";
 	int to_b[2], to_a[2], status = -1, ffd;
 	uint32_t key;
@@ -279,6 +292,24 @@ int main(void)
 	if (mr3)
 		announce(to_b[1], to_a[0], mr3, (uintptr_t)fbuf, 0);
 
+	/* growth: 600 more MRs; the first ones registered (in a 256-slot
+	 * table) have moved about half the time at each doubling */
+	fill = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fill == MAP_FAILED)
+		t_bail("mmap");
+	memset(fill, 0, PG);
+	fill[0] = 0xa5;
+	fill[PG - 1] = 0x5a;
+	for (int i = 0; i < NFILL; i++)
+		if (!(fillers[i] = ibv_reg_mr(pd, fill, PG, acc)))
+			t_bail("reg_mr %d: %s", i, strerror(errno));
+	for (int i = 0; i < NFILL_ASKED; i++)
+		announce(to_b[1], to_a[0], fillers[i], (uintptr_t)fill, 1);
+	T_OK(fill[1] == 0x77 && fill[512] == 5 * NFILL_ASKED,
+	     "after the table grew the peer found %d MRs at key & its new mask", NFILL_ASKED);
+	for (int i = 0; i < NFILL; i++)
+		ibv_dereg_mr(fillers[i]);
+
 	/* dereg: entries cleared (the peer looks at the old key's index);
 	 * the buffer is private again */
 	key = mr->rkey;
@@ -307,6 +338,7 @@ int main(void)
 	munmap(fbuf, PG);
 	munmap(buf, BUF);
 	munmap(buf3, 2 * PG);
+	munmap(fill, PG);
 	t_lo_free();
 	return t_summary();
 }

@@ -26,6 +26,7 @@
 #include "tests/lib/t_verbs.h"
 #include "transport/rc.h"
 #include "wire/wire.h"
+#include "tests/fuzz/fuzz_cursor.h"
 
 #define PG 4096
 #define MRLEN (8 * PG)
@@ -199,26 +200,6 @@ static void tidy(void)
 	post_recvs(uc_b);
 	post_recvs(ud);
 	check_gap();
-}
-
-/* Pulls fields out of the input, zeros once it runs dry. */
-struct cursor {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint64_t take(struct cursor *c, int bytes)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < bytes; i++) {
-		v = v << 8 | (c->n ? *c->p : 0);
-		if (c->n) {
-			c->p++;
-			c->n--;
-		}
-	}
-	return v;
 }
 
 static uint32_t expected_psn(struct ibv_qp *qp)
