@@ -13,7 +13,24 @@ t_skip() { echo "SKIP: $*"; exit 77; }
 t_need() { for p in "$@"; do command -v "$p" >/dev/null 2>&1 || t_skip "$p not installed"; done; }
 t_pass() { echo "ok   - $*"; T_PASSES=$((T_PASSES + 1)); }
 t_fail() { echo "FAIL - $*"; T_FAILS=$((T_FAILS + 1)); }
+# Sanitizer builds: every process the test starts writes its report to
+# $T_TMP/san.PID rather than to output the test may not show; t_done
+# prints each report and fails the test on it.
+if [ -n "${SRN_SANITIZE:-}" ]; then
+	for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
+		export "$v=${!v:+${!v}:}log_path=$T_TMP/san"
+	done
+fi
+t_sanitizer_reports() {
+	local f
+	for f in "$T_TMP"/san.*; do
+		[ -e "$f" ] || continue
+		t_fail "sanitizer report ($f):"
+		sed 's/^/    | /' "$f" | head -80
+	done
+}
 t_done() {
+	t_sanitizer_reports
 	echo "$T_PASSES passed, $T_FAILS failed"
 	[ "$T_FAILS" -eq 0 ]
 }
