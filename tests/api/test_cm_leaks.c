@@ -275,17 +275,18 @@ int main(int argc, char **argv)
 	port = t_listen_port((uint32_t)getpid());
 	t0 = t_now();
 	srv = spawn_end(vg, "server", port, cycles, true);
-	T_OK(srv > 0, "server listens under valgrind");
+	T_OK(srv > 0, "server listens under %s", vg ? "valgrind" : "LeakSanitizer");
 	if (srv <= 0)
 		return t_summary();
 	cli = spawn_end(vg, "client", port, cycles, false);
-	T_OK(cli > 0, "client starts under valgrind");
+	T_OK(cli > 0, "client starts under %s", vg ? "valgrind" : "LeakSanitizer");
 	cst = cli > 0 ? reap(cli, 240000) : -1;
 	sst = reap(srv, cst == 0 ? 60000 : 2000);
 	T_OK(cst == 0, "client: %d connect/disconnect cycles, %s (status %d)", cycles,
 	     verdict(cst), cst);
 	T_OK(sst == 0, "server: %d accepted connections, %s (status %d)", cycles, verdict(sst),
 	     sst);
-	printf("# %d cycles under valgrind in %.1f s\n", cycles, t_now() - t0);
+	printf("# %d cycles under %s in %.1f s\n", cycles, vg ? "valgrind" : "LeakSanitizer",
+	       t_now() - t0);
 	return t_summary();
 }
