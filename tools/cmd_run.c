@@ -102,12 +102,15 @@ static int prepend_libdir(void)
  * needs the sanitizer runtime loaded first, which unmodified programs do
  * not link: preload the runtimes this executable itself was loaded with.
  * Leak reports are off unless ASAN_OPTIONS says otherwise: the programs
- * run are not ours, and many do not free everything at exit. */
+ * run are not ours, and many do not free everything at exit (our own
+ * teardown paths are leak-checked by the api tests). */
 static void preload_sanitizers(void)
 {
+	enum { NRT = 3 };
 	FILE *f = fopen("/proc/self/maps", "re");
-	char line[PATH_MAX + 128], seen[2][PATH_MAX] = { "", "" };
-	const char *const rt[2] = { "/libasan.so", "/libubsan.so" };
+	char line[PATH_MAX + 128], seen[NRT][PATH_MAX] = { "", "", "" };
+	const char *const rt[NRT] = { "/libasan.so", "/libubsan.so", "/libtsan.so" };
+	const char *asan = getenv("ASAN_OPTIONS");
 
 	if (!f)
 		return;
@@ -117,12 +120,12 @@ static void preload_sanitizers(void)
 		if (!path)
 			continue;
 		path[strcspn(path, "\n")] = '\0';
-		for (int i = 0; i < 2; i++)
+		for (int i = 0; i < NRT; i++)
 			if (!seen[i][0] && strstr(path, rt[i]) && strlen(path) < PATH_MAX)
 				memcpy(seen[i], path, strlen(path) + 1);
 	}
 	fclose(f);
-	for (int i = 1; i >= 0; i--) {
+	for (int i = NRT - 1; i >= 0; i--) {
 		const char *old = getenv("LD_PRELOAD");
 		char *val;
 
@@ -133,8 +136,15 @@ static void preload_sanitizers(void)
 		setenv("LD_PRELOAD", val, 1);
 		free(val);
 	}
-	if (seen[0][0])
-		setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
+	if (seen[0][0] && !(asan && strstr(asan, "detect_leaks"))) {
+		char *val;
+
+		if (asprintf(&val, "%s%sdetect_leaks=0", asan ? asan : "",
+			     asan && *asan ? ":" : "") < 0)
+			return;
+		setenv("ASAN_OPTIONS", val, 1);
+		free(val);
+	}
 }
 
 static int run_run(int argc, char **argv)

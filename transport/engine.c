@@ -881,6 +881,8 @@ static bool app_waits_event(struct srn_engine *eng)
 enum { ENGINE_LINGER_NS = 30 * 1000 };
 static uint64_t linger_ns;
 static int linger_ncpu;
+/* Each engine thread reads these: set once, before any reads them. */
+static pthread_once_t linger_once = PTHREAD_ONCE_INIT;
 
 static void linger_init(void)
 {
@@ -1295,7 +1297,7 @@ static void *engine_main(void *arg)
 	if (nice_set && setpriority(PRIO_PROCESS, (id_t)gettid(), (int)nice_val) < 0)
 		srn_dbg(eng, "SOFTRNIC_ENGINE_NICE=%ld: %s", nice_val, strerror(errno));
 	engine_sched(eng);
-	linger_init();
+	pthread_once(&linger_once, linger_init);
 
 	for (;;) {
 		int idle = engine_shm_idle(eng, &defer), n;

@@ -13,8 +13,10 @@
  * Acks: ibv_ack_async_event counts the ack on the object the event names
  * (events_completed in the public ibv_qp/ibv_srq/ibv_wq, and
  * async_events_completed in ibv_cq) under that object's public mutex and
- * signals its cond.  A destroy that wants rdma-core's "wait until every
- * event on me was acked" compares that count with the number it posted.
+ * signals its cond.  A destroy waits, as rdma-core's does, until every
+ * event on the object that the application took was acked (the ack
+ * touches the object), and drops the ones still queued:
+ * srn_async_settle.
  */
 #include "verbs/async.h"
 #include "verbs/export.h"
@@ -161,6 +163,80 @@ SRN_EXPORT int ibv_get_async_event(struct ibv_context *context,
 	}
 }
 
+enum event_kind { EV_NONE, EV_CQ, EV_QP, EV_SRQ, EV_WQ };
+
+/* Which object an event names: none for port and device events. */
+static enum event_kind event_kind(const struct ibv_async_event *ev)
+{
+	switch (ev->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		return EV_CQ;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return EV_QP;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		return EV_SRQ;
+	case IBV_EVENT_WQ_FATAL:
+		return EV_WQ;
+	default:
+		return EV_NONE;
+	}
+}
+
+static const void *event_object(const struct ibv_async_event *ev)
+{
+	switch (event_kind(ev)) {
+	case EV_CQ: return ev->element.cq;
+	case EV_QP: return ev->element.qp;
+	case EV_SRQ: return ev->element.srq;
+	case EV_WQ: return ev->element.wq;
+	default: return NULL;
+	}
+}
+
+/* Unlink the queued events that name obj; how many. */
+static unsigned int async_drop(struct srn_async *a, const void *obj)
+{
+	struct srn_async_node **pp, *n, *prev = NULL;
+	unsigned int dropped = 0;
+
+	pthread_mutex_lock(&a->lock);
+	for (pp = &a->head; (n = *pp);) {
+		if (event_object(&n->ev) != obj) {
+			prev = n;
+			pp = &n->next;
+			continue;
+		}
+		*pp = n->next;
+		if (a->tail == n)
+			a->tail = prev;
+		free(n);
+		dropped++;
+		if (--a->count == 0)
+			srn_wait_pipe_drain(&a->pipe);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return dropped;
+}
+
+void srn_async_settle(struct srn_context *ctx, const void *obj, unsigned int reported,
+		      pthread_mutex_t *m, pthread_cond_t *c, const uint32_t *completed)
+{
+	unsigned int dropped = ctx->async ? async_drop(ctx->async, obj) : 0;
+
+	pthread_mutex_lock(m);
+	while (*completed != reported - dropped)
+		pthread_cond_wait(c, m);
+	pthread_mutex_unlock(m);
+}
+
 /* Count the ack on the object the event names (see the header comment). */
 SRN_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
@@ -170,37 +246,29 @@ SRN_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 
 	if (!event)
 		return;
-	switch (event->event_type) {
-	case IBV_EVENT_CQ_ERR:
+	switch (event_kind(event)) {
+	case EV_CQ:
 		if (event->element.cq) {
 			m = &event->element.cq->mutex;
 			c = &event->element.cq->cond;
 			cnt = &event->element.cq->async_events_completed;
 		}
 		break;
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
+	case EV_QP:
 		if (event->element.qp) {
 			m = &event->element.qp->mutex;
 			c = &event->element.qp->cond;
 			cnt = &event->element.qp->events_completed;
 		}
 		break;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
+	case EV_SRQ:
 		if (event->element.srq) {
 			m = &event->element.srq->mutex;
 			c = &event->element.srq->cond;
 			cnt = &event->element.srq->events_completed;
 		}
 		break;
-	case IBV_EVENT_WQ_FATAL:
+	case EV_WQ:
 		if (event->element.wq) {
 			m = &event->element.wq->mutex;
 			c = &event->element.wq->cond;

@@ -451,6 +451,8 @@ SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	while (ibcq->comp_events_completed != cq->comp_events_reported)
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
+	srn_async_settle(srn_ctx(ibcq->context), ibcq, atomic_load(&cq->async_events_reported),
+			 &ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed);
 	if (ch) {
 		pthread_mutex_lock(&ch->lock);
 		ch->ibv.refcnt--;
@@ -715,6 +717,7 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 				.event_type = IBV_EVENT_CQ_ERR,
 			};
 
+			atomic_fetch_add(&cq->async_events_reported, 1);
 			srn_async_post(srn_ctx(cq->ibv.context), &ev);
 		}
 		return -ENOSPC;

@@ -401,7 +401,10 @@ SRN_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
  * the CQs are dropped, as ConnectX providers do at destroy: their wr_ids
  * name the application's per-QP contexts, which it frees right after
  * (libfabric's RxM did, and then polled them).  Receive completions of a
- * QP on an SRQ stay: they are the SRQ's buffers, which still exist. */
+ * QP on an SRQ stay: they are the SRQ's buffers, which still exist.
+ * Like rdma-core's, it waits until each async event on the QP that the
+ * application took was acked (the ack touches the QP); its events still
+ * queued are dropped. */
 SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct srn_context *ctx;
@@ -432,6 +435,9 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	}
 	if (qp->srq)
 		srn_srq_attach(qp->srq, qp->recv_cq, false);
+	/* the transport has let go: no event can be posted on it now */
+	srn_async_settle(ctx, ibqp, atomic_load(&qp->events_reported), &ibqp->mutex,
+			 &ibqp->cond, &ibqp->events_completed);
 	atomic_fetch_sub(&ctx->num_objects, 1);
 	qp_free(qp);
 	return 0;

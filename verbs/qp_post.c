@@ -92,6 +92,10 @@ int srn_sq_check_wqe(const struct srn_qp *qp, struct srn_send_wqe *w)
 		if (len > qp->cap.max_inline_data)
 			return EINVAL;
 		for (i = 0; i < w->num_sge; i++) {
+			/* an empty SGE may carry a NULL address (UCX's
+			 * zero-length active messages): memcpy must not see it */
+			if (!w->sge[i].length)
+				continue;
 			memcpy(w->inline_data + off,
 			       (const void *)(uintptr_t)w->sge[i].addr,
 			       w->sge[i].length);

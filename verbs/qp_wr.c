@@ -304,6 +304,8 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *ex, size_t n,
 		return wr_fail(qp, EINVAL);
 	len = 0;
 	for (i = 0; i < n; i++) {
+		if (!bufs[i].length) /* its address may be NULL */
+			continue;
 		memcpy(w->inline_data + len, bufs[i].addr, bufs[i].length);
 		len += bufs[i].length;
 	}

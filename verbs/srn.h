@@ -177,6 +177,8 @@ struct srn_cq {
 	uint64_t wc_flags;           /* ibv_create_cq_ex wc_flags */
 	uint32_t comp_events_reported; /* events ibv_get_cq_event handed out
 					* (destroy waits until all are acked) */
+	atomic_uint async_events_reported; /* CQ_ERR events posted (destroy
+					    * waits for their acks) */
 };
 
 /* Is cq armed (ibv_req_notify_cq, no event since)?  Any thread. */
@@ -289,6 +291,8 @@ struct srn_qp {
 				      * (verbs/mcast.c); guarded by ctx->lock,
 				      * not qp->lock, so one lock scans all QPs */
 	uint32_t num_mcast;          /* valid entries in mcast[] */
+	atomic_uint events_reported; /* async events posted on it (destroy
+				      * waits for their acks) */
 };
 
 static inline struct srn_qp *srn_qp(struct ibv_qp *q)
@@ -465,5 +469,10 @@ void srn_transport_mcast_leave(struct srn_context *ctx, const union ibv_gid *mgi
 
 /* Queue an async event for ibv_get_async_event; wakes async_fd. */
 void srn_async_post(struct srn_context *ctx, const struct ibv_async_event *ev);
+/* For the destroy of obj (a CQ, QP or SRQ) once no more events can be
+ * posted on it: drop its queued events, then wait under m/c until
+ * *completed (its public ack count) covers the rest of the reported ones. */
+void srn_async_settle(struct srn_context *ctx, const void *obj, unsigned int reported,
+		      pthread_mutex_t *m, pthread_cond_t *c, const uint32_t *completed);
 
 #endif

@@ -359,7 +359,8 @@ void srn_srq_notify_peers(struct srn_context *ctx)
 /* ---- destroy --------------------------------------------------------- */
 
 /* Frees srq: 0, or EBUSY while a QP is attached to it.  Like rdma-core,
- * waits until every async event reported on it was acknowledged. */
+ * waits until every async event on it that the application took was
+ * acknowledged; its events still queued are dropped. */
 SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct srn_srq *srq;
@@ -369,10 +370,8 @@ SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	srq = srn_srq(ibsrq);
 	if (atomic_load(&srq->users) != 0)
 		return EBUSY;
-	pthread_mutex_lock(&ibsrq->mutex);
-	while (ibsrq->events_completed != atomic_load(&srq->events_reported))
-		pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
-	pthread_mutex_unlock(&ibsrq->mutex);
+	srn_async_settle(srq->ctx, ibsrq, atomic_load(&srq->events_reported), &ibsrq->mutex,
+			 &ibsrq->cond, &ibsrq->events_completed);
 
 	pthread_mutex_lock(&srq->ctx->notify_lock);
 	for (struct srn_srq **pp = &srq->ctx->srqs; *pp; pp = &(*pp)->next)

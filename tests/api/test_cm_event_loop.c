@@ -343,11 +343,12 @@ static void close_side(struct side *s)
 		rdma_destroy_id(s->lid);
 	rdma_destroy_event_channel(s->cmch);
 	T_CHECK(!ibv_destroy_cq(s->cq), "%s: destroy CQ", s->t->name);
-	ibv_dealloc_pd(s->pd);
-	ibv_destroy_comp_channel(s->ch);
 	/* the word atomics hit, once no operation can reach it */
 	memcpy(&s->n.last, s->buf, 8 <= s->size ? 8 : s->size);
-	ibv_dereg_mr(s->mr);
+	T_CHECK(!ibv_dereg_mr(s->mr), "%s: deregister MR", s->t->name);
+	/* the PD last: an MR still on it keeps it (EBUSY) */
+	T_CHECK(!ibv_dealloc_pd(s->pd), "%s: free PD", s->t->name);
+	ibv_destroy_comp_channel(s->ch);
 	free(s->buf);
 }
 

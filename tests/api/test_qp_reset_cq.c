@@ -199,10 +199,10 @@ static void remote_err_then_reset(void)
 	      "a received the answer (wr_id %llu, %s)", (unsigned long long)wc.wr_id,
 	      ibv_wc_status_str(wc.status));
 	printf("remote error (MR in another PD) then RESET: %s\n", failures ? "FAIL" : "ok");
+	/* before b's device closes: the PD lives in b's context */
+	CHECK(!other || !ibv_dealloc_pd(other), "the other PD freed");
 	t_end_fini(&a);
 	t_end_fini(&b);
-	if (other)
-		ibv_dealloc_pd(other);
 }
 
 enum { N_SENDS = 2000, RECV_DEPTH = 128 };

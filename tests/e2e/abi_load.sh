@@ -36,7 +36,7 @@ check_program() { # name
 	local name=$1 prog out=$T_TMP/$1.run tr=$T_TMP/$1.trace why="" r
 	prog=$(command -v "$name") || { echo "skip - $name: not installed"; return; }
 	trace "$prog" "$tr"
-	timeout -k 1 5 env LD_BIND_NOW=1 LD_LIBRARY_PATH="$LIB" "$prog" --help \
+	timeout -k 1 5 env LD_BIND_NOW=1 $T_SAN_ENV LD_LIBRARY_PATH="$LIB" "$prog" --help \
 		>"$out" 2>&1 </dev/null
 	if grep -qE "$BAD_RE" "$out" "$tr"; then
 		why="$(grep -hE "$BAD_RE" "$out" "$tr" | head -3 | tr '\n' ' ')"
@@ -93,13 +93,13 @@ check_library() { # soname
 	path=$(find "$MULTIARCH" -maxdepth 2 -name "$name" 2>/dev/null | head -1)
 	[ -n "$path" ] || { echo "skip - $name: not installed"; return; }
 	if [ $HAVE_DLHELP = 1 ]; then
-		timeout -k 1 5 env LD_BIND_NOW=1 LD_LIBRARY_PATH="$LIB" \
+		timeout -k 1 5 env LD_BIND_NOW=1 $T_SAN_ENV LD_LIBRARY_PATH="$LIB" \
 			"$DLHELP" "$path" >"$out" 2>&1 </dev/null
 		[ $? -eq 0 ] || why="dlopen failed"
 		cp "$out" "$tr"
 	else
-		timeout -k 1 5 env LD_BIND_NOW=1 LD_LIBRARY_PATH="$LIB" \
-			LD_PRELOAD="$path" /bin/true >"$out" 2>&1 </dev/null
+		timeout -k 1 5 env LD_BIND_NOW=1 $T_SAN_ENV LD_LIBRARY_PATH="$LIB" \
+			LD_PRELOAD="${T_SAN_RT:+$T_SAN_RT:}$path" /bin/true >"$out" 2>&1 </dev/null
 		timeout 5 env LD_TRACE_LOADED_OBJECTS=1 LD_LIBRARY_PATH="$LIB" \
 			LD_PRELOAD="$path" /bin/true >"$tr" 2>&1 </dev/null
 	fi

@@ -73,10 +73,10 @@ kill_a() {
 		h=$(holders)
 		[ "$h" = "ib_write_bw " ] && t_pass "A SIGKILLed $1: B alone in 4791's group" ||
 			t_fail "A SIGKILLed $1: B alone in 4791's group (sockets there: '${h}')"
-	elif [ "$h" = ib_write_bw ] && [ "$ms" -le 200 ]; then
-		t_pass "A SIGKILLed $1: B holds 4791 within ${ms} ms (bound 200, ss polling included)"
+	elif [ "$h" = ib_write_bw ] && [ "$ms" -le $((200 * T_SLOW)) ]; then
+		t_pass "A SIGKILLed $1: B holds 4791 within ${ms} ms (bound $((200 * T_SLOW)), ss polling included)"
 	else
-		t_fail "A SIGKILLed $1: B holds 4791 within 200 ms (holder '${h}' after ${ms} ms)"
+		t_fail "A SIGKILLed $1: B holds 4791 within $((200 * T_SLOW)) ms (holder '${h}' after ${ms} ms)"
 	fi
 }
 
