@@ -2,6 +2,7 @@
 #include "net/stats_shm.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "net/proc.h"
+#include "net/shm_sweep.h"
 
 struct net_stats {
 	struct net_stats_head *h;
@@ -24,6 +26,15 @@ static uint32_t values_off(uint32_t count)
 {
 	/* the counters on their own cache lines, after the names */
 	return (NAMES_OFF + count * NET_STATS_NAME_LEN + 63u) & ~63u;
+}
+
+/* A process killed before its engine stopped leaves its stats file. */
+static void sweep_dead(const char *dev)
+{
+	char prefix[96];
+
+	snprintf(prefix, sizeof(prefix), "softrnic-%s-stats-", dev);
+	net_shm_sweep(prefix, offsetof(struct net_stats_head, owner));
 }
 
 struct net_stats *net_stats_create(const char *dev, const char *const *names,
@@ -45,6 +56,7 @@ struct net_stats *net_stats_create(const char *dev, const char *const *names,
 	/* pid and a per-process number: unique among live engines */
 	snprintf(s->path, sizeof(s->path), "/dev/shm/softrnic-%s-stats-%d-%u", dev,
 		 (int)getpid(), (unsigned)atomic_fetch_add(&seq, 1));
+	sweep_dead(dev);
 	/* a dead process of the same pid may have left one: ours now */
 	unlink(s->path);
 	fd = open(s->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
