@@ -17,6 +17,8 @@
 struct net_stats {
 	struct net_stats_head *h;
 	size_t len;
+	/* the creator: a fork()ed child's copy does not remove the file */
+	pid_t pid;
 	char path[160];
 };
 
@@ -79,6 +81,7 @@ struct net_stats *net_stats_create(const char *dev, const char *const *names,
 	}
 	s->h = (struct net_stats_head *)base;
 	s->len = len;
+	s->pid = getpid();
 	s->h->version = NET_STATS_VERSION;
 	s->h->count = count;
 	s->h->names_off = NAMES_OFF;
@@ -111,7 +114,8 @@ void net_stats_destroy(struct net_stats *s)
 {
 	if (!s)
 		return;
-	unlink(s->path);
+	if (s->pid == getpid())
+		unlink(s->path);
 	munmap(s->h, s->len);
 	free(s);
 }
