@@ -24,7 +24,7 @@ static void qps_usage(FILE *out)
 	fprintf(out, "usage: softrnic qps [-d DEV]\n"
 		"Lists the QPs of every process on this host: pid, command, device, QPN,\n"
 		"type, state, the peer's address and QPN, and the path the traffic takes:\n"
-		"  same-host  in memory between two processes (docs/same-host.md)\n"
+		"  same-host  through shared memory between two processes (docs/same-host.md)\n"
 		"  udp-local  over UDP to a process of this host (SOFTRNIC_TRANSPORT=udp)\n"
 		"  udp        over UDP to another host\n"
 		"  -d DEV   only the QPs of device DEV\n");

@@ -110,6 +110,16 @@ for bad in "stats -w 0" "stats -w x" "stats -c 3" "stats --bogus" "qps --bogus";
 	[ "$e" -eq 2 ] && grep -q '^softrnic: ' "$T_TMP/err" && t_pass "$bad: refused (exit 2)" ||
 		t_fail "$bad: refused (exit $e, want 2)"
 done
+# -w ends on SIGINT (bounded anyway by -c: 30 s).
+"$SOFTRNIC" stats -w 1 -c 30 >"$T_TMP/int" 2>&1 &
+wp=$!
+sleep 0.5
+t0=$(date +%s%N)
+kill -INT "$wp"
+wait "$wp"; e=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ "$e" -eq 0 ] && [ "$ms" -lt 5000 ] && t_pass "stats -w stops on SIGINT (exit 0 in $ms ms)" ||
+	t_fail "stats -w stops on SIGINT (exit $e in $ms ms)"
 timeout 10 "$SOFTRNIC" qps -d nosuchdev >"$T_TMP/o" 2>&1
 grep -q "^(no QPs on nosuchdev)$" "$T_TMP/o" && t_pass "qps -d with no QPs says so" ||
 	t_fail "qps -d with no QPs says so"
