@@ -218,6 +218,16 @@ int net_registry_owner(struct net_registry *reg, uint32_t qpn)
 	return (int)(atomic_load(&reg->slots[qpn].owner) >> 32);
 }
 
+int net_registry_live_owner(struct net_registry *reg, uint32_t qpn)
+{
+	uint64_t w;
+
+	if (qpn >= NET_REG_SLOTS)
+		return 0;
+	w = atomic_load(&reg->slots[qpn].owner);
+	return w && owner_alive(w) ? (int)(w >> 32) : 0;
+}
+
 int net_registry_publish(struct net_registry *reg, uint32_t qpn,
 			 const struct net_reg_qpinfo *info)
 {

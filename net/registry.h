@@ -34,9 +34,14 @@ int net_registry_lookup(struct net_registry *reg, uint32_t qpn,
 			uint16_t *port, int *family);
 /* Pid owning qpn, or 0 (tests and `softrnic stats`). */
 int net_registry_owner(struct net_registry *reg, uint32_t qpn);
+/* Pid owning qpn if that process is alive (not a recycled pid), else 0
+ * (`softrnic qps`: a dead process's slot waits to be reclaimed). */
+int net_registry_live_owner(struct net_registry *reg, uint32_t qpn);
 
-/* What the owner of a QPN publishes about its QP for a same-host peer
- * that executes RDMA operations on its memory directly. */
+/* What the owner of a QPN publishes about its QP, on every state change:
+ * for a same-host peer that executes RDMA operations on its memory
+ * directly (only with NET_REG_QP_DIRECT set), and for `softrnic qps`. */
+enum { NET_REG_QP_DIRECT = 1 };
 struct net_reg_qpinfo {
 	int32_t pid;                 /* owner (== the slot's owner pid) */
 	uint32_t mrdir_nonce;        /* names the owner's MR directory */
@@ -57,7 +62,9 @@ struct net_reg_qpinfo {
 	uint64_t rq_ino;
 	uint64_t rq_off;
 	uint32_t qkey;               /* UD: the Q_Key a SEND must carry */
-	uint32_t reserved;
+	uint32_t flags;              /* NET_REG_QP_DIRECT: a same-host peer
+				      * may act on it (the fields above from
+				      * mrdir_nonce on are valid) */
 };
 
 /* Publish (owner only, one writer per QPN at a time) the info of qpn;

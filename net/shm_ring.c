@@ -66,6 +66,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,7 @@
 
 #include "net/proc.h"
 #include "net/shm_ring_layout.h"
+#include "net/shm_sweep.h"
 
 struct shm_map {
 	uint8_t *base;
@@ -137,50 +139,17 @@ struct net_shm_inbox {
 /* A file at path whose owner is alive (or unreadable: leave it alone). */
 static bool inbox_in_use(const char *path)
 {
-	struct shm_head h;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	ssize_t n;
-
-	if (fd < 0)
-		return errno != ENOENT && errno != ELOOP;
-	n = pread(fd, &h, sizeof(h), 0);
-	close(fd);
-	if (n != (ssize_t)sizeof(h))
-		return false;   /* truncated: a creator died before sizing it */
-	return h.owner != 0 && net_proc_word_alive(h.owner);
+	return net_shm_file_owned(path, offsetof(struct shm_head, owner));
 }
 
 /* Inboxes of processes that exited without closing their device stay in
- * /dev/shm; each costs the pages its producers touched.  Remove this
- * device's dead ones (bounded; files younger than a few seconds are left:
- * their creator may not have written its owner word yet). */
+ * /dev/shm; each costs the pages its producers touched. */
 static void sweep_stale(const char *dev)
 {
-	char prefix[96], path[400];
-	struct dirent *de;
-	size_t plen;
-	int seen = 0;
-	DIR *d;
+	char prefix[96];
 
 	snprintf(prefix, sizeof(prefix), "softrnic-%s-inbox-", dev);
-	plen = strlen(prefix);
-	d = opendir("/dev/shm");
-	if (!d)
-		return;
-	while ((de = readdir(d)) && seen < 256) {
-		struct stat st;
-
-		if (strncmp(de->d_name, prefix, plen))
-			continue;
-		seen++;
-		snprintf(path, sizeof(path), "/dev/shm/%s", de->d_name);
-		if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-		    time(NULL) - st.st_ctime < 5)
-			continue;
-		if (!inbox_in_use(path))
-			unlink(path);
-	}
-	closedir(d);
+	net_shm_sweep(prefix, offsetof(struct shm_head, owner));
 }
 
 struct net_shm_inbox *net_shm_inbox_create(const char *dev, uint16_t port)

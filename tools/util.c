@@ -40,3 +40,19 @@ const char *util_gid_str(const union ibv_gid *gid, char out[64])
 		snprintf(out, 64, "?");
 	return out;
 }
+
+const char *util_proc_comm(int pid, char out[32])
+{
+	char path[48];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	snprintf(out, 32, "?");
+	f = fopen(path, "r");
+	if (!f)
+		return out;
+	if (fgets(out, 32, f))
+		out[strcspn(out, "\n")] = '\0';
+	fclose(f);
+	return out;
+}

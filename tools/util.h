@@ -14,4 +14,7 @@ const char *util_device_ifname(struct ibv_device *dev);
 /* GID as text: IPv4-mapped as "::ffff:a.b.c.d", others as IPv6. */
 const char *util_gid_str(const union ibv_gid *gid, char out[64]);
 
+/* The command name of process pid (/proc/PID/comm), or "?". */
+const char *util_proc_comm(int pid, char out[32]);
+
 #endif

@@ -33,6 +33,9 @@
 
 /* ---- publishing (target side) -------------------------------------- */
 
+/* Every state change publishes the QP's state, type and peer (what
+ * `softrnic qps` shows); only a QP a same-host peer may act on carries
+ * NET_REG_QP_DIRECT and what that peer needs. */
 void direct_publish(struct srn_rc_state *rc)
 {
 	struct srn_qp *qp = rc->qp;
@@ -42,16 +45,8 @@ void direct_publish(struct srn_rc_state *rc)
 
 	if (!rc->eng || !rc->eng->reg)
 		return;
-	if (!(ud || (rc_connected(rc) && rc->path_ok)) || !net_shm_allowed() ||
-	    (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD)) {
-		net_registry_publish(rc->eng->reg, rc->qpn, NULL);
-		return;
-	}
 	memset(&in, 0, sizeof(in));
 	in.pid = getpid();
-	in.mrdir_nonce = qp->ctx->mrdir_nonce;
-	in.pd_handle = qp->pd ? qp->pd->ibv.handle : 0;
-	in.access = qp->a.attr.qp_access_flags;
 	in.state = (uint8_t)st;
 	in.type = (uint8_t)rc->type;
 	if (ud) {
@@ -64,7 +59,14 @@ void direct_publish(struct srn_rc_state *rc)
 		in.dqpn = rc->dqpn;
 		memcpy(in.dip, rc->peer.ip, sizeof(in.dip));
 	}
-	direct_send_publish(qp, &in);
+	if ((ud || (rc_connected(rc) && rc->path_ok)) && net_shm_allowed() &&
+	    (st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQD)) {
+		in.flags = NET_REG_QP_DIRECT;
+		in.mrdir_nonce = qp->ctx->mrdir_nonce;
+		in.pd_handle = qp->pd ? qp->pd->ibv.handle : 0;
+		in.access = qp->a.attr.qp_access_flags;
+		direct_send_publish(qp, &in);
+	}
 	net_registry_publish(rc->eng->reg, rc->qpn, &in);
 }
 
@@ -166,8 +168,8 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 	d->have = false;
 	mr_cache_clear(d);
 	direct_send_forget(d);
-	if (net_registry_qpinfo(eng->reg, rc->dqpn, &in, &gen)) {
-		/* not (yet) published, or its owner runs with
+	if (net_registry_qpinfo(eng->reg, rc->dqpn, &in, &gen) || !(in.flags & NET_REG_QP_DIRECT)) {
+		/* not (yet) open to us, or its owner runs with
 		 * SOFTRNIC_TRANSPORT=udp: packets meanwhile */
 		srn_dbg(eng, "qp %u: direct: no info for qpn %u", rc->qpn, rc->dqpn);
 		d->retry_at = now + DIRECT_NOINFO_NS;

@@ -47,9 +47,9 @@ int direct_ud_post_now(struct srn_rc_state *rc, const struct ibv_send_wr *wr, ui
 /* direct_ud.c: forget every destination a UD QP cached. */
 void direct_ud_forget(struct srn_rc_state *rc);
 
-/* hooks.c, qp->lock held: publish what a same-host peer checks before
- * executing on this QP (state, access, PD, the peer it is connected to)
- * in the registry; cleared outside RTR/RTS/SQD. */
+/* hooks.c, qp->lock held: publish the QP's state, type and peer in the
+ * registry (softrnic qps), and in RTR/RTS/SQD what a same-host peer
+ * checks before executing on it (access, PD; NET_REG_QP_DIRECT). */
 void direct_publish(struct srn_rc_state *rc);
 /* hooks.c: the QP is going away: clear its published info. */
 void direct_unpublish(struct srn_rc_state *rc);

@@ -1385,6 +1385,10 @@ static void engine_free(struct srn_engine *eng)
 	free(eng->rxbuf);
 	free(eng->by_qpn);
 	free(eng->all);
+	if (eng->stats)
+		net_stats_destroy(eng->stats);
+	else
+		free(eng->cnt);
 	free(eng);
 }
 
@@ -1426,6 +1430,18 @@ int srn_engine_start(struct srn_context *ctx)
 				strerror(-ret));
 	}
 
+	eng->stats = net_stats_create(dev->ibdev.name, srn_counter_names, SRN_CNT_MAX);
+	if (eng->stats) {
+		eng->cnt = net_stats_values(eng->stats);
+	} else {
+		srn_dbg(eng, "no stats file (%s): softrnic stats will not see this engine",
+			strerror(errno));
+		eng->cnt = calloc(SRN_CNT_MAX, sizeof(*eng->cnt));
+		if (!eng->cnt) {
+			ret = ENOMEM;
+			goto fail;
+		}
+	}
 	eng->msgs = calloc(ENGINE_SOCK_BATCH, sizeof(*eng->msgs));
 	eng->rxbuf = malloc((size_t)ENGINE_SOCK_BATCH * ENGINE_BUF);
 	eng->by_qpn = calloc(NET_REG_SLOTS, sizeof(*eng->by_qpn));
@@ -1460,6 +1476,8 @@ int srn_engine_start(struct srn_context *ctx)
 	ret = -net_udp_open(&eng->udp, family, ip, srn_steer_open(eng, family, ip));
 	if (ret)
 		goto fail;
+	if (eng->stats)
+		net_stats_set_port(eng->stats, eng->udp.local.port);
 	if (eng->steer.fd >= 0 && eng->udp.local.port != SRN_ROCE_UDP_PORT)
 		net_steer_holder_drop(&eng->steer); /* 4791 is someone else's */
 	/* Same-host peers send through our inbox (net/shm_ring.h); without

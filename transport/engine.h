@@ -15,6 +15,7 @@
 
 #include "net/registry.h"
 #include "net/roce_port.h"
+#include "net/stats_shm.h"
 #include "net/steer.h"
 #include "net/udp.h"
 #include "verbs/srn.h"
@@ -135,7 +136,10 @@ struct srn_engine {
 	 * shared window (requester.c, "Shared window"). */
 	atomic_int win_inflight[2];
 	atomic_int win_active[2];    /* QPs with packets in flight there */
-	_Atomic uint64_t cnt[SRN_CNT_MAX];
+	/* SRN_CNT_MAX counters: in the engine's stats file (net/stats_shm.h)
+	 * for `softrnic stats`, or private memory if it could not be made. */
+	_Atomic uint64_t *cnt;
+	struct net_stats *stats;
 };
 
 uint64_t srn_now_ns(void);

@@ -79,6 +79,7 @@ int srn_transport_qp_create(struct srn_qp *qp)
 		return ret;
 	}
 	qp->rc = rc;
+	direct_publish(rc); /* RESET, for softrnic qps */
 	return 0;
 }
 
@@ -242,7 +243,7 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 		direct_qp_forget(rc);
 		sr_clear(rc);
 		reset_state(rc);
-		direct_unpublish(rc);
+		direct_publish(rc); /* RESET, for softrnic qps */
 		return;
 	}
 	if (now == IBV_QPS_ERR) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # softrnic clean removes the /dev/shm state no process holds and keeps the
-# rest: a stale file (old, held by nobody) goes, one a live process keeps
+# rest: a stale file (old, held by nobody) goes, so does a killed
+# program's stats file, one a live process keeps
 # open stays, one just written stays (a process may be opening it), -n
 # removes nothing, and a running softrnic program's own files survive a
 # clean while it keeps working.
@@ -28,6 +29,30 @@ else
 	t_fail "clean -n names the stale file and leaves it"
 fi
 
+# A program killed before it closed its device leaves its stats file
+# (softrnic stats): no process maps it, so stats skips it and clean
+# removes it.
+timeout -k 2 30 "$SOFTRNIC" run -- sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$T_TMP/k.pid" \
+	ibv_rc_pingpong -d srn_lo -g 0 -p "$(t_port)" >/dev/null 2>&1 &
+kp=$! kfile=
+for _ in $(seq 100); do
+	kpid=$(cat "$T_TMP/k.pid" 2>/dev/null)
+	[ -n "$kpid" ] && kfile=$(ls /dev/shm/softrnic-srn_lo-stats-"$kpid"-* 2>/dev/null | head -1)
+	[ -n "$kfile" ] && break
+	sleep 0.1
+done
+[ -n "$kpid" ] && kill -9 "$kpid" 2>/dev/null
+wait "$kp" 2>/dev/null
+if [ -n "$kfile" ] && [ -e "$kfile" ]; then
+	t_pass "a killed program leaves its stats file ($kfile)"
+	touch -d '-1 minute' "$kfile"
+	timeout 10 "$SOFTRNIC" stats >"$T_TMP/st" 2>&1
+	grep -q "^pid $kpid " "$T_TMP/st" && t_fail "stats skips a dead engine" ||
+		t_pass "stats skips a dead engine"
+else
+	t_fail "a killed program leaves its stats file (${kfile:-none found})"
+fi
+
 # A softrnic server waiting for its client: its registry, MR directory and
 # port FIFO are held while clean runs, and the pair still completes.
 port=$(t_port)
@@ -38,6 +63,11 @@ sleep 0.5
 out=$(timeout 30 "$SOFTRNIC" clean 2>&1)
 echo "$out" | sed 's/^/  clean | /' | tail -3
 [ ! -e "$stale" ] && t_pass "clean removed the stale file" || t_fail "clean removed the stale file"
+if [ -n "$kfile" ]; then
+	[ ! -e "$kfile" ] && echo "$out" | grep -q "removed $kfile " &&
+		t_pass "clean removed the dead program's stats file" ||
+		t_fail "clean removed the dead program's stats file"
+fi
 [ -e "$held" ] && t_pass "clean kept the file a live process holds" ||
 	t_fail "clean kept the file a live process holds"
 [ -e "$fresh" ] && t_pass "clean kept the file written just now" ||

@@ -25,12 +25,12 @@ expect "unknown command" 2 "$SOFTRNIC" frobnicate
 has "unknown command named" "$e" "^softrnic: unknown command 'frobnicate'"
 has "unknown command: usage" "$e" '^usage: softrnic'
 expect "help" 0 "$SOFTRNIC" help
-for c in devices info run version help; do
+for c in devices info qps stats run version help; do
 	has "help lists $c" "$o" "^  $c "
 done
 expect "--help" 0 "$SOFTRNIC" --help
 has "--help prints usage" "$o" '^usage: softrnic'
-for c in devices info run version help; do
+for c in devices info qps stats run version help; do
 	expect "$c --help" 0 "$SOFTRNIC" "$c" --help
 	has "$c --help shows its usage" "$o" "^usage: softrnic $c"
 	expect "help $c" 0 "$SOFTRNIC" help "$c"
