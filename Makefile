@@ -21,6 +21,7 @@ DEMO_PKGS =
 BENCH_PKGS = iperf3 gnuplot-nox ucx-utils libfabric-bin
 
 .PHONY: all build deps deps-test deps-bench configure demo check bench bench-flows fault-bench fuzz clean \
+	sanitize sanitize-asan sanitize-tsan \
 	install uninstall deb
 
 all: build
@@ -64,6 +65,14 @@ fault-bench: deps-test
 	@$(MAKE) --no-print-directory build
 	@SRN_BUILD=$(abspath $(BUILD)) scripts/fault_bench.sh
 
+# Sanitizer builds beside $(BUILD) (docs/sanitizers.md): ASan+UBSan over the
+# whole suite in build-asan/, TSan over the concurrency tests in build-tsan/.
+sanitize: sanitize-asan sanitize-tsan
+sanitize-asan: deps-test
+	@JOBS=$(JOBS) scripts/sanitize-check.sh asan
+sanitize-tsan: deps-test
+	@JOBS=$(JOBS) scripts/sanitize-check.sh tsan
+
 # Longer fuzzing than make check's smoke run: FUZZ_SECONDS per target.
 FUZZ_SECONDS ?= 300
 fuzz: deps-test
@@ -87,4 +96,4 @@ deb: build
 	cd $(BUILD) && cpack -G DEB
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan
