@@ -12,6 +12,7 @@
 
 #include "cm/cm.h"
 #include "cm/devices.h"
+#include "verbs/ece.h"
 #include "verbs/export.h"
 
 /* One PD per device, shared by every id on it that was given none, as
@@ -140,6 +141,24 @@ static int qp_modify(struct cm_id *c, int (*fill)(struct cm_id *, struct ibv_qp_
 	return ibv_modify_qp(c->id.qp, &a, mask);
 }
 
+/* Selective retransmission (verbs/ece.c) when both sides' ECE named it:
+ * the application set softrnic's offer (rdma_set_local_ece with what
+ * ibv_query_ece gives) and the peer's REQ or REP carried it too.  Not
+ * offered unasked: a REQ with an unknown vendor's ECE is not every CM's
+ * business to accept. */
+static void sr_from_ece(struct cm_id *c)
+{
+	struct ibv_ece e = { 0 };
+
+	if (!c->id.qp || c->id.qp->qp_type != IBV_QPT_RC)
+		return;
+	if (c->local_ece.vendor_id == SRN_ECE_VENDOR && c->remote_ece.vendor_id == SRN_ECE_VENDOR) {
+		e.vendor_id = SRN_ECE_VENDOR;
+		e.options = c->local_ece.options & c->remote_ece.options & SRN_ECE_SELECTIVE_RETX;
+	}
+	ibv_set_ece(c->id.qp, &e);
+}
+
 int cm_qp_to_rtr(struct cm_id *c)
 {
 	struct ibv_qp_attr a;
@@ -153,6 +172,7 @@ int cm_qp_to_rtr(struct cm_id *c)
 		if (err)
 			return err;
 	}
+	sr_from_ece(c);
 	return qp_modify(c, rtr_attr);
 }
 

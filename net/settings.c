@@ -53,6 +53,9 @@ const struct srn_setting srn_settings[SRN_SET_COUNT] = {
 		"tests only: drop N per mille of outgoing packets" },
 	[SRN_SET_TEST_DUP] = { "SOFTRNIC_TEST_DUP", SRN_KIND_INT, 0, 1000, NULL, 0, true, "0",
 		"tests only: send N per mille of outgoing packets twice" },
+	[SRN_SET_SELECTIVE_RETX] = { "SOFTRNIC_SELECTIVE_RETX", SRN_KIND_BOOL, 0, 1, NULL, 0, true,
+		"0", "1: RC QPs connected out of band resend only what their peer lost "
+		"(every peer must be softrnic; rdma_cm and ibv_set_ece negotiate it per QP)" },
 };
 
 static int parse_bool(const char *t, long *val)

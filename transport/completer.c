@@ -122,7 +122,7 @@ static bool ack_upto(struct srn_rc_state *rc, uint32_t a)
 
 	if (wire_psn_diff(wire_psn_add(a, 1), rc->una_psn) <= 0)
 		return true; /* nothing new */
-	if (wire_psn_diff(a, rc->req_psn) >= 0) {
+	if (wire_psn_diff(a, rc->req_hi_psn) >= 0) {
 		rc_count(rc, SRN_CNT_comp_bad_resp);
 		return false; /* acknowledges what was never sent */
 	}
@@ -145,20 +145,25 @@ static bool ack_upto(struct srn_rc_state *rc, uint32_t a)
 			rc->gap_valid = true;
 			rc->gap_psn = lim;
 			rc->gap_at = now;
+			cc_loss(rc, lim);
 			requester_rewind(rc, lim);
 		}
 		return false;
 	}
 	rc->una_psn = wire_psn_add(a, 1);
+	/* past where a go-back resends from: it all arrived */
+	requester_skip(rc, rc->una_psn);
 	progress_made(rc);
 	retire(rc);
 	return true;
 }
 
+/* With SR the responder may NAK a gap past where a resend is (it holds
+ * what followed): anything sent counts. */
 static bool psn_outstanding(struct srn_rc_state *rc, uint32_t psn)
 {
 	return wire_psn_diff(psn, rc->una_psn) >= 0 &&
-	       wire_psn_diff(psn, rc->req_psn) < 0;
+	       wire_psn_diff(psn, rc->sr ? rc->req_hi_psn : rc->req_psn) < 0;
 }
 
 /* No receive WQE posted: the peer's next request cannot complete
@@ -196,6 +201,7 @@ static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 	case 1: /* RNR NAK: psn is the request that found no receive WQE */
 		if (!psn_outstanding(rc, psn))
 			break;
+		rc_count(rc, SRN_CNT_nak_rx);
 		rc_count(rc, SRN_CNT_comp_nak_rnr);
 		if (!ack_upto(rc, wire_psn_add(psn, WIRE_PSN_MASK)))
 			return;
@@ -215,6 +221,14 @@ static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 	case 3: /* NAK */
 		if (!psn_outstanding(rc, psn))
 			break;
+		rc_count(rc, SRN_CNT_nak_rx);
+		if (rc->sr && syn == WIRE_AETH_NAK_PSN_SEQ && (pkt->msn & RC_SR_NAK_LATER)) {
+			/* a gap past the first: nothing acknowledged */
+			rc_count(rc, SRN_CNT_comp_nak_seq);
+			cc_loss(rc, psn);
+			requester_resend(rc, psn, pkt->msn & ~RC_SR_NAK_LATER);
+			return;
+		}
 		if (!ack_upto(rc, wire_psn_add(psn, WIRE_PSN_MASK)))
 			return;
 		switch (syn) {
@@ -224,11 +238,20 @@ static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 			 * nothing came since (a copy, or sent before our
 			 * resent packets arrived); the timer covers a
 			 * resend that is lost */
-			if (rc->rewound && rc->rewound_psn == psn) {
+			if (rc->rewound && rc->rewound_psn == psn && !rc->sr) {
 				rc_count(rc, SRN_CNT_comp_nak_seq_stale);
 				return;
 			}
-			requester_rewind(rc, psn);
+			cc_loss(rc, psn);
+			/* SR: the MSN field is the gap's length (sr.c) */
+			if (rc->sr && pkt->msn &&
+			    wire_psn_diff(wire_psn_add(psn, pkt->msn), rc->req_hi_psn) <= 0) {
+				/* this gap first: those queued follow it */
+				rc->sr_resending = false;
+				requester_resend(rc, psn, pkt->msn);
+			} else {
+				requester_rewind(rc, psn);
+			}
 			return;
 		case WIRE_AETH_NAK_INV_REQ:
 		case WIRE_AETH_NAK_INV_RD_REQ:
@@ -356,6 +379,7 @@ static void rx_atomic_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 /* What a response may have made possible: more to send, a retry timer. */
 static void after_response(struct srn_rc_state *rc)
 {
+	cc_acked(rc, 0);
 	if (rc_state(rc) == IBV_QPS_RTS) {
 		requester_run(rc);
 		requester_arm_retry(rc);
@@ -480,8 +504,8 @@ static uint64_t requester_timers(struct srn_rc_state *rc, uint64_t now)
 		rc->retry_at = 0;
 		if (rc->una_psn != rc->req_psn) {
 			rc_count(rc, SRN_CNT_req_timeouts);
-			srn_dbg(rc->eng, "qp %u: ACK timeout, resending from psn %u (next new %u)",
-				rc->qpn, rc->una_psn, rc->req_psn);
+			srn_dbg(rc->eng, "qp %u: ACK timeout, resending from psn %u (next new %u, "
+				"window %u)", rc->qpn, rc->una_psn, rc->req_psn, rc->cc.cwnd);
 			if (rc->retry_left == 0) {
 				completer_fail(rc, IBV_WC_RETRY_EXC_ERR);
 				return 0;
@@ -489,6 +513,7 @@ static uint64_t requester_timers(struct srn_rc_state *rc, uint64_t now)
 			/* 7 is seven retries: only rnr_retry's 7 means
 			 * for ever (ibv_modify_qp(3), IBTA 9.7.6.1.3) */
 			rc->retry_left--;
+			cc_timeout(rc);
 			/* the peer may have been unknown or moved */
 			rc_resolve_path(rc);
 			requester_rewind(rc, rc->una_psn);

@@ -42,7 +42,9 @@
 	X(engine_wakes) X(engine_rx_batches) X(engine_defers) X(engine_takeovers) \
 	X(ack_held) X(roce_port_taken) X(comp_ack_handoffs) X(engine_spin_kicks) \
 	X(req_retx_packets) X(comp_nak_seq_stale) X(engine_sock_unparks) \
-	X(poll_sock_reads) X(steer_census) X(steer_programs)
+	X(poll_sock_reads) X(steer_census) X(steer_programs)              \
+	X(req_retx_bytes) X(req_cwnd) X(cc_cuts) X(req_retx_pauses)        \
+	X(nak_tx) X(nak_rx) X(sr_held) X(sr_overflow) X(sr_resends)
 
 enum srn_counter {
 #define SRN_CNT_ENUM(n) SRN_CNT_##n,

@@ -105,6 +105,7 @@ void srn_transport_qp_destroy(struct srn_qp *qp)
 	if (rc->remote_counted)
 		atomic_fetch_sub(&rc->eng->remote_qps, 1);
 	direct_qp_forget(rc);
+	sr_free(rc);
 	free(rc->replay);
 	free(rc);
 }
@@ -143,6 +144,7 @@ void rc_resolve_path(struct srn_rc_state *rc)
 	local = to.family == eng->udp.local.family && net_addr_is_local(to.family, to.ip);
 	found = local && net_registry_lookup(eng->reg, rc->dqpn, &port, &fam) == 0 &&
 		fam == to.family;
+	rc->peer_softrnic = found;
 	if (found) {
 		to.port = port;
 		/* Same host: through the owner's inbox when there is one
@@ -239,6 +241,7 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 	requester_win_sync(rc);
 	if (now == IBV_QPS_RESET) {
 		direct_qp_forget(rc);
+		sr_clear(rc);
 		reset_state(rc);
 		direct_publish(rc); /* RESET, for softrnic qps */
 		return;
@@ -259,18 +262,21 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 		rc->nak_sent = false;
 		rc->in_msg = RC_MSG_NONE;
 		rc->msg_off = 0;
+		sr_clear(rc);
 	}
 	if (mask & IBV_QP_SQ_PSN) {
 		rc->req_psn = rc->una_psn = qp->a.attr.sq_psn & WIRE_PSN_MASK;
 		rc->req_hi_psn = rc->req_psn;
+		cc_start(rc);
 		requester_win_sync(rc);
 	}
 	if (rc->type != IBV_QPT_UD && (mask & (IBV_QP_AV | IBV_QP_DEST_QPN) ||
 					(now == IBV_QPS_RTR && old == IBV_QPS_INIT)))
 		rc_resolve_path(rc);
-	srn_dbg(rc->eng, "qp %u: %d -> %d, dqpn %u port %u pmtu %u sq_psn %u rq_psn %u "
+	rc->sr = sr_decide(rc);
+	srn_dbg(rc->eng, "qp %u: %d -> %d, sr %d, dqpn %u port %u pmtu %u sq_psn %u rq_psn %u "
 		"max_rd %u replay %u timeout %llu ns retry %d rnr %d", rc->qpn, old, now,
-		rc->dqpn, rc->peer.port, rc->pmtu, rc->req_psn, rc->epsn, rc->max_rd,
+		rc->sr, rc->dqpn, rc->peer.port, rc->pmtu, rc->req_psn, rc->epsn, rc->max_rd,
 		rc->replay_n, (unsigned long long)rc->timeout_ns, rc->retry_cnt, rc->rnr_retry);
 	/* what same-host peers check before executing on this QP, and
 	 * our own view of the target, both from the new attributes */
@@ -278,6 +284,12 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 	direct_publish(rc);
 	if (now == IBV_QPS_RTS)
 		requester_run(rc);
+}
+
+void srn_transport_qp_set_sr(struct srn_qp *qp, bool on)
+{
+	if (qp->rc)
+		qp->rc->sr_want = on;
 }
 
 void srn_qp_unlock(struct srn_qp *qp)

@@ -43,6 +43,12 @@ enum {
  * still under way.) */
 #define RC_RENAK_NS (1000 * 1000ull)
 
+/* SR (sr.c): gaps a requester queues to resend; a NAK whose MSN field has
+ * RC_SR_NAK_LATER set reports a gap past the first (it acknowledges
+ * nothing); the rest of the field is the gap's length. */
+enum { RC_SR_GAPS = 32 };
+#define RC_SR_NAK_LATER (1u << 23)
+
 enum rc_resp_msg { RC_MSG_NONE, RC_MSG_SEND, RC_MSG_WRITE };
 
 struct rc_replay {                   /* responder's atomic replay cache entry */
@@ -53,6 +59,29 @@ struct rc_replay {                   /* responder's atomic replay cache entry */
 
 struct direct_qp;
 struct direct_ud;
+
+/* Congestion window of an RC requester on the UDP path (cc.c): packets
+ * in flight beyond the peer's socket window.  Cut on loss (a PSN-sequence
+ * NAK, once per window of data, or an ACK timeout), grown on ACKs, and
+ * grown no further than a few measured bandwidth-delay products. */
+struct rc_cc {
+	uint32_t cwnd;               /* packets; 0 = not started */
+	uint32_t cap;                /* the window without it (cc_window) */
+	uint32_t ssthresh;           /* slow start below it */
+	uint32_t acc;                /* ACKed packets toward the next +1 */
+	uint32_t una_seen;           /* una_psn at the last update */
+	uint32_t recover_psn;        /* a loss below it is the same event */
+	bool recovering;
+	bool sampling;               /* an RTT sample is in flight */
+	uint32_t sample_psn;         /* its packet */
+	uint64_t sample_t;           /* sent then */
+	uint64_t sample_delivered;   /* delivered then */
+	uint64_t delivered;          /* packets acknowledged, ever */
+	uint64_t min_rtt_ns, epoch_min_ns;
+	uint32_t epoch_samples;
+	uint32_t bdp_pkts;           /* delivery rate x min RTT, decaying max */
+	uint32_t retx_burst;         /* retransmitted since the last pause */
+};
 
 struct srn_rc_state {
 	bool remote_counted;         /* counted in eng->remote_qps */
@@ -66,11 +95,18 @@ struct srn_rc_state {
 	atomic_int inflight;         /* receivers/timer holding a pointer */
 	bool dead;                   /* being destroyed: touch nothing */
 	enum ibv_qp_type type;       /* RC, UC or UD: picks the engines */
+	/* selective retransmission (sr.c): ECE asked for it (ibv_set_ece),
+	 * and the responder's packets held ahead of epsn (kept across a
+	 * reset, emptied by it) */
+	bool sr_want;
+	struct rc_sr_buf *sr_buf;
 
 	/* path, from RTR */
 	bool path_ok;
 	bool path_unresolved;        /* same host, dqpn not registered yet */
 	bool errored;                /* rc_qp_error ran (events posted) */
+	bool peer_softrnic;          /* the peer QP is in this host's registry */
+	bool sr;                     /* selective retransmission in use */
 	struct net_addr peer;        /* where packets go */
 	struct wire_l3 l3;           /* ICRC pseudo-header for our sends */
 	uint32_t dqpn;
@@ -98,8 +134,15 @@ struct srn_rc_state {
 	 * (sent before our resent packets arrived) or duplicated */
 	bool rewound;
 	uint32_t rewound_psn;
+	/* SR: resending a gap up to sr_end, then the gaps queued in
+	 * sr_gaps, then on from req_hi_psn */
+	bool sr_resending;
+	uint32_t sr_end;
+	uint8_t sr_gap_first, sr_gap_n;
+	struct { uint32_t psn, n; } sr_gaps[RC_SR_GAPS];
 	uint32_t req_hi_psn;         /* 1 + the highest PSN sent (retransmits
 				      * are the packets below it) */
+	struct rc_cc cc;
 
 	/* completer */
 	uint64_t resp_off;           /* bytes of the head READ placed */
@@ -109,6 +152,8 @@ struct srn_rc_state {
 
 	/* responder (RTR) */
 	uint32_t epsn;               /* expected PSN */
+	uint32_t sr_hi;              /* SR: 1 + the highest PSN received */
+	uint64_t sr_nak_at;          /* SR: when the gap at epsn was NAKed */
 	uint32_t drain_epsn;         /* epsn when an ACK last emptied the SQ */
 	uint32_t msn;                /* message sequence number */
 	bool nak_sent;               /* sequence/RNR NAK sent for epsn */
@@ -190,6 +235,14 @@ static inline void rc_count_n(struct srn_rc_state *rc, enum srn_counter c, uint6
 static inline void rc_count(struct srn_rc_state *rc, enum srn_counter c)
 {
 	rc_count_n(rc, c, 1);
+}
+
+/* A counter that is a level, not a sum (the engine's: the QP that last
+ * set it). */
+static inline void rc_gauge(struct srn_rc_state *rc, enum srn_counter c, uint64_t v)
+{
+	atomic_store_explicit(&rc->cnt[c], v, memory_order_relaxed);
+	atomic_store_explicit(&rc->eng->cnt[c], v, memory_order_relaxed);
 }
 
 enum { UC_PACE_NS = 250 * 1000, UC_PACE_BYTES = 256 * 1024 };
@@ -288,6 +341,10 @@ void rc_resolve_path(struct srn_rc_state *rc);
 /* requester.c */
 void requester_run(struct srn_rc_state *rc);
 void requester_rewind(struct srn_rc_state *rc, uint32_t psn);
+/* requester.c: the peer acknowledged everything before psn, which is past
+ * the send point after a go-back (a resend's ACK covering what it had
+ * already): resend none of it. */
+void requester_skip(struct srn_rc_state *rc, uint32_t psn);
 void requester_arm_retry(struct srn_rc_state *rc);
 /* requester.c: bring the QP's share of the engine's shared window up to
  * date (its packets in flight; none unless RC in RTS/SQD with a path).
@@ -298,6 +355,52 @@ void requester_win_sync(struct srn_rc_state *rc);
  * held-back ACK for the application's answer (it then goes in the same
  * GSO send; QP lock held)?  True: held, and a short deadline armed. */
 bool requester_ack_rides(struct srn_rc_state *rc);
+
+/* cc.c: the congestion window (struct rc_cc).  cc_active: does the QP
+ * send through it (RC, to a socket)?  cc_window: packets it allows in
+ * flight (UINT32_MAX when not active) within cap, the socket's. */
+bool cc_active(const struct srn_rc_state *rc);
+uint32_t cc_window(struct srn_rc_state *rc, uint32_t cap);
+/* a new send PSN space (IBV_QP_SQ_PSN) */
+void cc_start(struct srn_rc_state *rc);
+/* packet psn went out with AckReq set at now (an RTT sample) */
+void cc_sent(struct srn_rc_state *rc, uint32_t psn, uint64_t now);
+/* after a response: what una_psn moved by is acknowledged */
+void cc_acked(struct srn_rc_state *rc, uint64_t now);
+/* a go-back to psn for a PSN-sequence NAK (loss), or an ACK timeout */
+void cc_loss(struct srn_rc_state *rc, uint32_t psn);
+void cc_timeout(struct srn_rc_state *rc);
+/* Retransmissions go in bursts spaced at the measured delivery rate:
+ * true when the one just sent ends a burst (*pause_ns: how long to wait). */
+bool cc_retx_pause(struct srn_rc_state *rc, uint64_t *pause_ns);
+
+/* sr.c: selective retransmission.  sr_decide: may the QP use it with its
+ * peer?  The responder's side: sr_hold keeps a packet `ahead` PSNs past
+ * epsn (false: not kept, a copy of one held or no room); sr_gap_len: PSNs
+ * from epsn to the first held one (0: none held); sr_take: the packet
+ * held for epsn, if any, into *out; sr_lost_room: none held, but one was
+ * dropped for want of room since the last call. */
+struct rc_sr_buf;
+bool sr_decide(const struct srn_rc_state *rc);
+bool sr_hold(struct srn_rc_state *rc, const struct wire_pkt *pkt, uint32_t ahead);
+uint32_t sr_gap_len(const struct srn_rc_state *rc);
+bool sr_take(struct srn_rc_state *rc, struct wire_pkt *out);
+bool sr_lost_room(struct srn_rc_state *rc);
+/* sr.c: the gap at epsn was NAKed at now: NAK it again after RC_RENAK_NS
+ * if it is still open (sr_renak_timer, from the QP's timer; returns its
+ * next deadline, 0 = none) */
+void sr_renak_arm(struct srn_rc_state *rc, uint64_t now);
+uint64_t sr_renak_timer(struct srn_rc_state *rc, uint64_t now,
+			void (*nak)(struct srn_rc_state *rc, uint32_t psn, uint32_t msn));
+void sr_clear(struct srn_rc_state *rc);
+void sr_free(struct srn_rc_state *rc);
+/* requester.c: resend the n PSNs from psn alone (after those queued
+ * before), then go on (SR) */
+void requester_resend(struct srn_rc_state *rc, uint32_t psn, uint32_t n);
+/* sr.c: the responder saw PSN psn; a gap it opens past the first is
+ * NAKed at once, and the first one again if its NAK is RC_RENAK_NS old */
+void sr_seen(struct srn_rc_state *rc, uint32_t psn, void (*nak)(struct srn_rc_state *rc,
+						 uint32_t psn, uint32_t msn));
 
 /* responder.c */
 void responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);

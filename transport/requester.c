@@ -210,6 +210,22 @@ static uint64_t read_chunk(const struct srn_rc_state *rc, uint32_t win)
 	return rc->rd_chunk && rc->rd_chunk < half ? rc->rd_chunk : half;
 }
 
+/* Bytes of w's READ request from w->sent on: up to the next chunk
+ * boundary.  A request re-issued after a loss (from any packet) ends where
+ * the original did: the responder re-executes it as a duplicate, which
+ * does not move its expected PSN, so one running past the original's end
+ * would answer PSNs the responder then still expects (IBTA 9.7.5.1.3:
+ * the re-issued request asks for the rest of the original).  So win is
+ * the window without the congestion window, which changes meanwhile. */
+static uint32_t read_len(const struct srn_rc_state *rc, const struct srn_send_wqe *w,
+			 uint32_t win)
+{
+	uint64_t chunk = read_chunk(rc, win), left = w->length - w->sent;
+	uint64_t len = chunk - w->sent % chunk;
+
+	return (uint32_t)(left < len ? left : len);
+}
+
 /* AckReq in a long message every quarter window: the window reopens in
  * steps while the sender keeps streaming.  And at least every
  * RC_MIN_WINDOW_PKTS: a QP the shared window stops has that many in
@@ -234,9 +250,9 @@ static int wqe_payload(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t
 				 SRN_MAX_SGE, &w->sge0_base, &w->sge0_gen);
 }
 
-/* n PSNs from psn went out: the next is after them; below the highest
- * sent before, they were retransmissions. */
-static void sent_psns(struct srn_rc_state *rc, uint32_t psn, uint32_t n)
+/* n PSNs from psn went out, with bytes of payload: the next is after
+ * them; below the highest sent before, they were retransmissions. */
+static void sent_psns(struct srn_rc_state *rc, uint32_t psn, uint32_t n, uint32_t bytes)
 {
 	uint32_t end = wire_psn_add(psn, n);
 
@@ -248,14 +264,16 @@ static void sent_psns(struct srn_rc_state *rc, uint32_t psn, uint32_t n)
 		rc->req_hi_psn = end;
 	} else {
 		rc_count_n(rc, SRN_CNT_req_retx_packets, n);
+		rc_count_n(rc, SRN_CNT_req_retx_bytes, bytes);
 	}
 }
 
-/* Build and send the next packet of w (at byte offset w->sent).
+/* Build and send the next packet of w (at byte offset w->sent); base:
+ * the window without the congestion window, win: with it.
  * Returns 0 and advances on success; -EAGAIN; -EFAULT on a local
  * protection error (bad lkey / bounds). */
-static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t win,
-		    bool ask_ack)
+static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t base,
+		    uint32_t win, bool ask_ack)
 {
 	struct iovec pay[SRN_MAX_SGE];
 	struct wire_pkt h;
@@ -268,9 +286,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 	wire_pkt_clear(&h);
 	h.psn = psn;
 	if (w->opcode == IBV_WR_RDMA_READ) {
-		uint64_t left = w->length - w->sent;
-
-		len = (uint32_t)(left < read_chunk(rc, win) ? left : read_chunk(rc, win));
+		len = read_len(rc, w, base);
 		adv = rc_pmtu_div_up(rc, len);
 		h.opcode = WIRE_READ_REQ;
 		h.va = w->remote_addr + w->sent;
@@ -281,7 +297,8 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 		if (ret)
 			return ret;
 		w->sent += len;
-		sent_psns(rc, psn, adv);
+		sent_psns(rc, psn, adv, 0);
+		cc_sent(rc, psn, 0);
 		return 0;
 	}
 	if (rc_is_atomic(w)) {
@@ -295,7 +312,8 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 		if (ret)
 			return ret;
 		w->sent = 8;
-		sent_psns(rc, psn, 1);
+		sent_psns(rc, psn, 1, 0);
+		cc_sent(rc, psn, 0);
 		return 0;
 	}
 
@@ -338,10 +356,14 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t wi
 		w->sent += len;
 		if (last)
 			w->sent = w->length; /* zero-length message: one packet */
-		sent_psns(rc, psn, 1);
+		sent_psns(rc, psn, 1, len);
+		if (h.ackreq)
+			cc_sent(rc, psn, 0);
 		return 0;
 	}
 }
+
+static void sr_next_gap(struct srn_rc_state *rc);
 
 /* Returns true when the caller is to (re)arm the retransmission timer
  * (requester_arm_retry): the run went to its end. */
@@ -349,7 +371,7 @@ static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 {
 	struct srn_qp *qp = rc->qp;
 	bool shared = rc->type == IBV_QPT_RC;
-	uint32_t win, peer_win;
+	uint32_t win, base, peer_win;
 	uint8_t pool;
 
 	if (rc->type == IBV_QPT_UD) {
@@ -361,16 +383,27 @@ static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 	if (rc_state(rc) != IBV_QPS_RTS)
 		return false;
 	peer_win = peer_window_pkts(rc, &pool);
-	win = window_pkts(rc, peer_win);
+	base = window_pkts(rc, peer_win);
+	win = cc_window(rc, base);
+	if (win > base)
+		win = base;
 	if (shared)
 		win_pool_set(rc, pool);
 
 	while (qp->sq.next != qp->sq.tail) {
-		struct srn_send_wqe *w = rc_sq(qp, qp->sq.next);
+		struct srn_send_wqe *w;
 		int32_t own, more;
-		bool ask_ack;
+		bool ask_ack, retx;
+		uint64_t pause;
 		int ret;
 
+		/* SR: a gap is resent; the next, or on from the furthest */
+		if (rc->sr_resending && wire_psn_diff(rc->req_psn, rc->sr_end) >= 0) {
+			sr_next_gap(rc);
+			if (qp->sq.next == qp->sq.tail)
+				break;
+		}
+		w = rc_sq(qp, qp->sq.next);
 		if (w->state & WQE_LOC_ERR)
 			break;
 		/* Same-host target: executed in its memory, no packet.  Only
@@ -416,10 +449,7 @@ static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 			break;
 		more = 1;
 		if (w->opcode == IBV_WR_RDMA_READ) {
-			uint64_t chunk = read_chunk(rc, win);
-
-			more = (int32_t)rc_pmtu_div_up(rc, w->length - w->sent < chunk ?
-							       w->length - w->sent : chunk);
+			more = (int32_t)rc_pmtu_div_up(rc, read_len(rc, w, base));
 			if (own > 0 && own + more > (int32_t)win)
 				break;
 		}
@@ -429,7 +459,8 @@ static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 			break;
 		if (rc->type == IBV_QPT_UC && uc_paced(rc))
 			break;
-		ret = send_one(rc, w, win, ask_ack);
+		retx = wire_psn_diff(rc->req_psn, rc->req_hi_psn) < 0;
+		ret = send_one(rc, w, base, win, ask_ack);
 		if (ret == -EAGAIN) {
 			rc->resume_at = srn_now_ns() + RESUME_DELAY_NS;
 			srn_engine_arm(rc->eng, rc->resume_at);
@@ -459,6 +490,12 @@ static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 		}
 		if (wire_psn_diff(rc->req_psn, wire_psn_add(w->last_psn, 1)) >= 0)
 			qp->sq.next++;
+		if (retx && cc_retx_pause(rc, &pause)) {
+			/* resent in paced bursts (cc.c) */
+			rc->resume_at = srn_now_ns() + pause;
+			srn_engine_arm(rc->eng, rc->resume_at);
+			break;
+		}
 	}
 	if (rc->type == IBV_QPT_UC && qp->sq.head != qp->sq.next) {
 		/* complete only what really left (GSO batches wait in tx.c) */
@@ -576,20 +613,70 @@ bool requester_ack_rides(struct srn_rc_state *rc)
 	return true;
 }
 
-void requester_rewind(struct srn_rc_state *rc, uint32_t psn)
+/* Put the send point at psn, a PSN already assigned: sq.next at the WQE
+ * holding it, that WQE's offset at psn and those after it at their start.
+ * PSN ranges once assigned stay the same.  When no started WQE holds psn
+ * or follows it, psn is past all that was sent: sq.next goes past them.
+ * Returns the WQE holding psn, or NULL. */
+static struct srn_send_wqe *seek(struct srn_rc_state *rc, uint32_t psn)
 {
 	struct srn_qp *qp = rc->qp;
+	struct srn_send_wqe *w;
 	uint32_t i;
+	int32_t d;
 
 	for (i = qp->sq.head; i != qp->sq.tail; i++) {
-		struct srn_send_wqe *w = rc_sq(qp, i);
-
+		w = rc_sq(qp, i);
 		if (!(w->state & WQE_STARTED))
 			break;
 		if (wire_psn_diff(psn, w->last_psn) <= 0)
 			break;
 	}
+	qp->sq.next = i;
+	rc->since_ackreq = 0;
 	if (i == qp->sq.tail || !(rc_sq(qp, i)->state & WQE_STARTED)) {
+		rc->req_psn = psn;
+		return NULL;
+	}
+	for (uint32_t j = i; j != qp->sq.tail; j++) {
+		w = rc_sq(qp, j);
+		if (!(w->state & WQE_STARTED))
+			break;
+		w->sent = 0;
+	}
+	w = rc_sq(qp, i);
+	d = wire_psn_diff(psn, w->first_psn);
+	if (d < 0)
+		d = 0;
+	if (!rc_is_atomic(w))
+		w->sent = (uint64_t)d * rc->pmtu;
+	if (w->sent > w->length)
+		w->sent = w->length;
+	rc->req_psn = wire_psn_add(w->first_psn, (uint32_t)d);
+	return w;
+}
+
+/* Is psn held by a WQE that started (a PSN sent, or about to be)? */
+static bool psn_assigned(struct srn_rc_state *rc, uint32_t psn)
+{
+	struct srn_qp *qp = rc->qp;
+
+	for (uint32_t i = qp->sq.head; i != qp->sq.tail; i++) {
+		struct srn_send_wqe *w = rc_sq(qp, i);
+
+		if (!(w->state & WQE_STARTED))
+			return false;
+		if (wire_psn_diff(psn, w->last_psn) <= 0)
+			return true;
+	}
+	return false;
+}
+
+void requester_rewind(struct srn_rc_state *rc, uint32_t psn)
+{
+	struct srn_send_wqe *w;
+
+	if (!psn_assigned(rc, psn)) {
 		/* nothing sent at or after psn: just resume */
 		rc->una_psn = rc->req_psn;
 		return;
@@ -597,28 +684,58 @@ void requester_rewind(struct srn_rc_state *rc, uint32_t psn)
 	rc_count(rc, SRN_CNT_req_retransmits);
 	rc->rewound = true;
 	rc->rewound_psn = psn;
-	qp->sq.next = i;
-	for (uint32_t j = i; j != qp->sq.tail; j++) {
-		struct srn_send_wqe *w = rc_sq(qp, j);
-
-		if (!(w->state & WQE_STARTED))
-			break;
-		w->sent = 0;
-	}
-	{
-		struct srn_send_wqe *w = rc_sq(qp, i);
-		int32_t d = wire_psn_diff(psn, w->first_psn);
-
-		if (d < 0)
-			d = 0;
-		if (!rc_is_atomic(w))
-			w->sent = (uint64_t)d * rc->pmtu;
-		if (w->sent > w->length)
-			w->sent = w->length;
-		if (i == qp->sq.head && w->opcode == IBV_WR_RDMA_READ)
-			rc->resp_off = w->sent;
-		rc->req_psn = wire_psn_add(w->first_psn, (uint32_t)d);
-	}
+	rc->sr_resending = false;
+	rc->sr_gap_n = 0;
+	w = seek(rc, psn);
+	/* a READ's responses are taken from there on again */
+	if (w && w == rc_sq(rc->qp, rc->qp->sq.head) && w->opcode == IBV_WR_RDMA_READ)
+		rc->resp_off = w->sent;
 	rc->una_psn = rc->req_psn;
-	rc->since_ackreq = 0;
+}
+
+void requester_resend(struct srn_rc_state *rc, uint32_t psn, uint32_t n)
+{
+	uint32_t end = wire_psn_add(psn, n);
+
+	if (wire_psn_diff(end, rc->una_psn) <= 0 || wire_psn_diff(end, rc->req_hi_psn) > 0)
+		return;
+	rc_count(rc, SRN_CNT_sr_resends);
+	if (rc->sr_resending) {
+		if (rc->sr_gap_n < RC_SR_GAPS) {
+			uint32_t i = (rc->sr_gap_first + rc->sr_gap_n++) % RC_SR_GAPS;
+
+			rc->sr_gaps[i].psn = psn;
+			rc->sr_gaps[i].n = n;
+		}
+		return; /* (a full queue: the responder NAKs it again) */
+	}
+	rc->sr_resending = true;
+	rc->sr_end = end;
+	seek(rc, wire_psn_diff(psn, rc->una_psn) < 0 ? rc->una_psn : psn);
+}
+
+/* The gap being resent is done: start on the next one queued still
+ * unacknowledged, or go on from the furthest PSN sent. */
+static void sr_next_gap(struct srn_rc_state *rc)
+{
+	while (rc->sr_gap_n) {
+		uint32_t i = rc->sr_gap_first;
+		uint32_t psn = rc->sr_gaps[i].psn, end = wire_psn_add(psn, rc->sr_gaps[i].n);
+
+		rc->sr_gap_first = (uint8_t)((i + 1) % RC_SR_GAPS);
+		rc->sr_gap_n--;
+		if (wire_psn_diff(end, rc->una_psn) <= 0)
+			continue;
+		rc->sr_end = end;
+		seek(rc, wire_psn_diff(psn, rc->una_psn) < 0 ? rc->una_psn : psn);
+		return;
+	}
+	rc->sr_resending = false;
+	requester_skip(rc, rc->req_hi_psn);
+}
+
+void requester_skip(struct srn_rc_state *rc, uint32_t psn)
+{
+	if (wire_psn_diff(psn, rc->req_psn) > 0 && wire_psn_diff(psn, rc->req_hi_psn) <= 0)
+		seek(rc, psn);
 }

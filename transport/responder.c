@@ -47,7 +47,8 @@ static int tx_retry(struct srn_rc_state *rc, struct wire_pkt *h,
  * inbox is full: a lost ACK costs the requester a whole timeout, and an
  * application that exits right after its last receive completion (as
  * ibv_srq_pingpong's client does) never answers the retransmission. */
-static void send_aeth(struct srn_rc_state *rc, uint32_t psn, uint8_t syndrome)
+static void send_aeth_msn(struct srn_rc_state *rc, uint32_t psn, uint8_t syndrome,
+			  uint32_t msn)
 {
 	struct wire_pkt h;
 
@@ -55,9 +56,36 @@ static void send_aeth(struct srn_rc_state *rc, uint32_t psn, uint8_t syndrome)
 	h.opcode = WIRE_RC | WIRE_ACK;
 	h.psn = psn;
 	h.syndrome = syndrome;
-	h.msn = rc->msn;
+	h.msn = msn;
 	rc->ack_pending = false;
+	if ((syndrome >> 5) != 0)
+		rc_count(rc, SRN_CNT_nak_tx);
 	tx_retry(rc, &h, NULL, 0, 0);
+}
+
+static void send_aeth(struct srn_rc_state *rc, uint32_t psn, uint8_t syndrome)
+{
+	send_aeth_msn(rc, psn, syndrome, rc->msn);
+}
+
+/* The PSN-sequence NAK for a gap at epsn, once per gap (IBTA 9.7.5.2.2).
+ * With SR its MSN field says how long the gap is (sr.c). */
+static uint64_t responder_held_ack_timer(struct srn_rc_state *rc, uint64_t now);
+
+static void send_nak_seq_msn(struct srn_rc_state *rc, uint32_t psn, uint32_t msn)
+{
+	rc_count(rc, SRN_CNT_resp_nak_seq);
+	if (psn == rc->epsn) {
+		rc->nak_sent = true;
+		if (rc->sr)
+			sr_renak_arm(rc, srn_now_ns());
+	}
+	send_aeth_msn(rc, psn, WIRE_AETH_NAK_PSN_SEQ, msn);
+}
+
+static void send_nak_seq(struct srn_rc_state *rc)
+{
+	send_nak_seq_msn(rc, rc->epsn, rc->sr ? sr_gap_len(rc) : rc->msn);
 }
 
 /* ---- Deferred ACKs ---------------------------------------------------------
@@ -234,6 +262,14 @@ void responder_rx_batch_end(struct srn_engine *eng)
 
 uint64_t responder_ack_timer(struct srn_rc_state *rc, uint64_t now)
 {
+	uint64_t sr = rc->sr ? sr_renak_timer(rc, now, send_nak_seq_msn) : 0;
+	uint64_t ack = responder_held_ack_timer(rc, now);
+
+	return sr && (!ack || sr < ack) ? sr : ack;
+}
+
+static uint64_t responder_held_ack_timer(struct srn_rc_state *rc, uint64_t now)
+{
 	if (!rc->ack_pending)
 		return 0;
 	if (now < rc->ack_due)
@@ -366,12 +402,24 @@ static enum resp_state check_psn(struct srn_rc_state *rc, struct resp_pkt *p)
 		return RS_DUPLICATE;
 	if (d > 0) {
 		rc_count(rc, SRN_CNT_resp_psn_ahead);
+		/* SR: held for when the gap is filled (sr.c) */
+		if (rc->sr) {
+			sr_hold(rc, p->pkt, (uint32_t)d);
+			sr_seen(rc, p->pkt->psn, send_nak_seq_msn);
+		}
 		/* one NAK per gap, until epsn arrives (IBTA 9.7.5.2.2) */
 		if (rc->nak_sent)
 			return RS_DROP;
 		return RS_NAK_SEQ;
 	}
 	rc->nak_sent = false;
+	if (rc->sr)
+		sr_seen(rc, p->pkt->psn, send_nak_seq_msn);
+	if (rc->sr_buf) {
+		struct wire_pkt copy;
+
+		(void)sr_take(rc, &copy); /* this one supersedes a copy held */
+	}
 	return RS_CHECK_OP_SEQ;
 }
 
@@ -654,10 +702,9 @@ static enum resp_state resp_step(struct srn_rc_state *rc, struct resp_pkt *p,
 			ack_later(rc, p->pkt->psn);
 		return RS_DONE;
 	case RS_NAK_SEQ:
-		/* Once per gap: later packets of the gap are dropped. */
-		rc_count(rc, SRN_CNT_resp_nak_seq);
-		rc->nak_sent = true;
-		send_aeth(rc, rc->epsn, WIRE_AETH_NAK_PSN_SEQ);
+		/* Once per gap: later packets of the gap are dropped (or,
+		 * with SR, held). */
+		send_nak_seq(rc);
 		return RS_DONE;
 	case RS_NAK_RNR:
 		rc_count(rc, SRN_CNT_resp_nak_rnr);
@@ -695,7 +742,7 @@ static enum resp_state resp_step(struct srn_rc_state *rc, struct resp_pkt *p,
 	return RS_DONE;
 }
 
-void responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt)
+static void resp_run(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 {
 	/* not `= { ... }`: that zeroes iov[] too (~0.5 KiB of `rep stos` per
 	 * packet); iov is only read up to niov */
@@ -717,4 +764,41 @@ void responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 				rs_names[n]);
 		s = n;
 	}
+}
+
+/* SR: the packets held for the PSNs the gap's filling made expected go
+ * through as if they arrived now.  A gap after them was NAKed when it
+ * opened (sr_seen): what came before it is acknowledged at once, so the
+ * requester's window moves.  One whose packets were dropped for want of
+ * room is NAKed now, length 0: go back N from there. */
+static void sr_drain(struct srn_rc_state *rc)
+{
+	struct wire_pkt k;
+	enum ibv_qp_state st;
+	bool any = false;
+
+	while (sr_take(rc, &k)) {
+		resp_run(rc, &k);
+		any = true;
+	}
+	st = rc_state(rc);
+	if (rc->nak_sent || (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD))
+		return;
+	if (sr_gap_len(rc)) {
+		rc->nak_sent = true;
+		sr_renak_arm(rc, srn_now_ns());
+		if (any) {
+			rc_count(rc, SRN_CNT_resp_acks);
+			send_aeth(rc, wire_psn_add(rc->epsn, WIRE_PSN_MASK), WIRE_AETH_ACK | 0x1f);
+		}
+	} else if (sr_lost_room(rc)) {
+		send_nak_seq(rc);
+	}
+}
+
+void responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt)
+{
+	resp_run(rc, pkt);
+	if (rc->sr_buf)
+		sr_drain(rc);
 }

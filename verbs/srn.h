@@ -421,6 +421,9 @@ void srn_qpn_free(struct srn_context *ctx, uint32_t qpn);
 /* Called with qp->lock held. */
 int srn_transport_qp_create(struct srn_qp *qp);   /* after the QP is built */
 void srn_transport_qp_destroy(struct srn_qp *qp); /* before it is freed */
+/* The QP's peer agreed to selective retransmission (ECE), or not; used
+ * from the next modify_qp on.  qp->lock held. */
+void srn_transport_qp_set_sr(struct srn_qp *qp, bool on);
 /* After modify_qp applied attributes; old = previous state. */
 void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mask);
 /* How many QPs' locks this thread holds through ibv_wr_start (until

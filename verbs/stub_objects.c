@@ -1,8 +1,8 @@
 /* Weak defaults (see stub.h) for the verbs objects: PD, MR, CQ, QP, SRQ,
  * AH, multicast, ECE and object import.  verbs/pd.c, mr.c, cq.c, qp.c,
  * ... replace them (SRQ, AH, multicast: verbs/srq.c, ah.c, mcast.c, whose
- * stubs are gone); import/ECE stay unsupported (no kernel
- * objects to share, no ECE negotiation). */
+ * stubs are gone); import stays unsupported (no kernel objects to
+ * share; ECE is verbs/ece.c). */
 #include <infiniband/verbs.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -123,16 +123,6 @@ SRN_STUB int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op
 					uint32_t flags)
 {
 	return 0; /* "not guaranteed in order": the safe answer */
-}
-
-SRN_STUB int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
-{
-	return EOPNOTSUPP;
-}
-
-SRN_STUB int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
-{
-	return EOPNOTSUPP;
 }
 
 /* ---- import (sharing kernel objects between processes) ------------------ */
