@@ -27,7 +27,8 @@ struct steer_member {
 	_Atomic uint64_t owner;      /* net_proc_word of its process; 0 = free */
 	_Atomic uint32_t claim;      /* census << 8 | index it got a probe for */
 	uint16_t port;               /* its engine's own port (the registry's) */
-	uint16_t pad;
+	uint8_t prog_idx;            /* its index when the program last changed */
+	uint8_t pad;
 	uint32_t ahead_lo, ahead_hi; /* QPNs it will allocate next */
 };
 
@@ -77,7 +78,7 @@ int net_steer_open(struct net_steer *s, int family, const uint8_t *ip)
 	pthread_mutex_init(&s->mu, NULL);
 	for (int i = 0; i < len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", ip[i]);
-	snprintf(s->path, sizeof(s->path), "/dev/shm/softrnic-steer4791-%u-%llx-%s",
+	snprintf(s->path, sizeof(s->path), "/dev/shm/softrnic-steer4791v2-%u-%llx-%s",
 		 (unsigned int)geteuid(), ns, hex);
 	fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
@@ -177,6 +178,7 @@ int net_steer_join(struct net_steer *s, uint16_t port)
 		if (w && net_proc_word_alive(w))
 			continue;
 		m->port = port;
+		m->prog_idx = NO_IDX;
 		m->ahead_lo = m->ahead_hi = 0;
 		atomic_store(&m->claim, 0);
 		atomic_store(&m->owner, me);
@@ -283,13 +285,25 @@ bool net_steer_probe_in(struct net_steer *s, const uint8_t *buf, uint32_t len, b
 }
 
 int net_steer_spans(struct net_steer *s, int (*owner)(void *arg, uint32_t qpn, uint16_t *port),
-		    void *arg, uint32_t qpn_limit, struct net_steer_span *out, int max)
+		    void *arg, uint32_t qpn_limit, struct net_steer_span *out, int max, bool *stale)
 {
 	uint8_t idx[NET_STEER_MEMBERS], *map;
 	int n = 0;
 
-	if (s->fd < 0 || !census_complete(s->t, atomic_load(&s->t->census), idx))
-		return -EAGAIN;
+	*stale = false;
+	if (s->fd < 0)
+		return -EBADF;
+	if (census_complete(s->t, atomic_load(&s->t->census), idx)) {
+		for (int i = 0; i < NET_STEER_MEMBERS; i++)
+			s->t->m[i].prog_idx = idx[i];
+	} else {
+		/* the indexes the group had when last known; a member
+		 * without one is not steered to until a census completes */
+		for (int i = 0; i < NET_STEER_MEMBERS; i++) {
+			idx[i] = atomic_load(&s->t->m[i].owner) ? s->t->m[i].prog_idx : NO_IDX;
+			*stale |= atomic_load(&s->t->m[i].owner) && idx[i] == NO_IDX;
+		}
+	}
 	map = malloc(qpn_limit);
 	if (!map)
 		return -ENOMEM;

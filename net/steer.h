@@ -19,7 +19,11 @@
  * it to the socket at index i.  Each engine records the index of the
  * probe it got in this table; the engine whose record completes the
  * census (every live member has a distinct index) compiles and attaches
- * the program.  A census runs when an engine joins or leaves, and when
+ * the program.  A member attaches one as it joins too, from the indexes
+ * of the last complete census (sockets join at the group's end, so they
+ * still hold): with no program at all the kernel spreads datagrams by
+ * address hash, and every probe, all sent from one socket, would reach
+ * the same member.  A census runs when an engine joins or leaves, and when
  * an engine hands on a datagram that reached it wrongly (at most every
  * NET_STEER_CENSUS_GAP_NS): after a crash the survivors find out so.
  *
@@ -82,12 +86,16 @@ int net_steer_census_begin(struct net_steer *s, uint8_t probes[][NET_STEER_PROBE
  * and the caller should compile and attach the program. */
 bool net_steer_probe_in(struct net_steer *s, const uint8_t *buf, uint32_t len, bool *complete);
 
-/* The spans of the program, from the current census: owner(arg, qpn,
- * &port) gives the pid owning a QPN in the registry (0: none) and its
- * engine's port.  Returns the number of spans (at most max), or -EAGAIN
- * while no census is complete. */
+/* The spans of the program (caller holds net_steer_lock): from the
+ * current census if it is complete, else from the indexes of the last
+ * complete one, which still hold for the members it counted (a new
+ * socket joins the kernel's group at its end).  owner(arg, qpn, &port)
+ * gives the pid owning a QPN in the registry (0: none) and its engine's
+ * port.  Returns the number of spans (at most max) or -errno; *stale:
+ * some live member has no index yet, and a census should run. */
 int net_steer_spans(struct net_steer *s, int (*owner)(void *arg, uint32_t qpn, uint16_t *port),
-		    void *arg, uint32_t qpn_limit, struct net_steer_span *out, int max);
+		    void *arg, uint32_t qpn_limit, struct net_steer_span *out, int max,
+		    bool *stale);
 
 /* Compile and attach to sock_fd's group.  0 or -errno. */
 int net_steer_attach(int sock_fd, const struct net_steer_span *spans, int n);

@@ -89,12 +89,20 @@ static int qpn_owner(void *arg, uint32_t qpn, uint16_t *port)
 	return pid;
 }
 
-/* Compile the program from the last complete census and attach it; no
- * complete census: start one (its last claimant compiles). */
+/* A census at most this often from one engine when compiling finds a
+ * member without an index: the last one started is usually in flight. */
+#define STEER_RECENSUS_GAP_NS (20ull * 1000 * 1000)
+
+/* Compile the program from the census and attach it.  There is always a
+ * program once an engine has joined, if only the probe branch: without
+ * one the kernel spreads datagrams by address hash, and the probes of a
+ * census, all from one socket, would all reach one member. */
 static void compile(struct srn_engine *eng)
 {
 	struct net_steer_span *spans = malloc(sizeof(*spans) * NET_STEER_MAX_SPANS);
-	int fd = group_fd(eng), n = -EAGAIN;
+	int fd = group_fd(eng), n;
+	bool stale = false;
+	uint64_t last;
 
 	if (!spans || fd < 0) {
 		free(spans);
@@ -102,19 +110,20 @@ static void compile(struct srn_engine *eng)
 	}
 	net_steer_lock(&eng->steer);
 	n = net_steer_spans(&eng->steer, qpn_owner, eng, NET_REG_SLOTS, spans,
-			    NET_STEER_MAX_SPANS);
+			    NET_STEER_MAX_SPANS, &stale);
 	if (n >= 0) {
 		int ret = net_steer_attach(fd, spans, n);
 
 		if (!ret)
 			atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_steer_programs], 1,
 						  memory_order_relaxed);
-		srn_dbg(eng, "port %u group: program of %d spans: %s", SRN_ROCE_UDP_PORT, n,
-			strerror(-ret));
+		srn_dbg(eng, "port %u group: program of %d spans%s: %s", SRN_ROCE_UDP_PORT, n,
+			stale ? " (a census pending)" : "", strerror(-ret));
 	}
 	net_steer_unlock(&eng->steer);
 	free(spans);
-	if (n == -EAGAIN)
+	last = atomic_load_explicit(&eng->steer_census_ns, memory_order_relaxed);
+	if (stale && (!last || srn_now_ns() - last >= STEER_RECENSUS_GAP_NS))
 		census(eng);
 }
 
@@ -123,7 +132,7 @@ void srn_steer_joined(struct srn_engine *eng)
 	if (eng->steer.fd < 0 || group_fd(eng) < 0 ||
 	    net_steer_join(&eng->steer, eng->udp.local.port) < 0)
 		return;
-	census(eng);
+	compile(eng); /* we have no index yet: this starts a census */
 }
 
 bool srn_steer_probe(struct srn_engine *eng, const struct net_udp_msg *m)

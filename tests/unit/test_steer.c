@@ -158,6 +158,46 @@ static void kernel_group(void)
 	close(tx);
 }
 
+/* QPNs 100..199 are port 5000's, 200..299 port 5001's, both ours. */
+static int fake_owner(void *arg, uint32_t qpn, uint16_t *port)
+{
+	(void)arg;
+	if (qpn < 100 || qpn >= 300)
+		return 0;
+	*port = qpn < 200 ? 5000 : 5001;
+	return getpid();
+}
+
+/* After a complete census of a (port 5000) and b (5001): both steered
+ * and nothing stale; once a third member joins (of the table at ip),
+ * the program still steers a and b by the indexes they had, and asks
+ * for a census. */
+static void spans_after_census(struct net_steer *a, const uint8_t *ip)
+{
+	struct net_steer c;
+	struct net_steer_span sp[8], again[8];
+	bool stale = true;
+	int n;
+
+	net_steer_lock(a);
+	n = net_steer_spans(a, fake_owner, NULL, 1000, sp, 8, &stale);
+	net_steer_unlock(a);
+	CHECK(n == 2 && !stale && sp[0].lo == 100 && sp[0].hi == 199 && sp[1].lo == 200 &&
+		      sp[1].hi == 299 && sp[0].idx != sp[1].idx && sp[0].idx < 2 && sp[1].idx < 2,
+	      "two spans from the census (%d)", n);
+	if (net_steer_open(&c, AF_INET, ip) != 0 || net_steer_join(&c, 5002) != 0) {
+		CHECK(0, "a third member");
+		return;
+	}
+	stale = false;
+	net_steer_lock(a);
+	n = net_steer_spans(a, fake_owner, NULL, 1000, again, 8, &stale);
+	net_steer_unlock(a);
+	CHECK(n == 2 && stale && !memcmp(sp, again, sizeof(sp[0]) * 2),
+	      "a new member: the same spans (%d), a census asked for (%d)", n, stale);
+	net_steer_close(&c);
+}
+
 /* A census in one process: two members of one table, each with a
  * socket of the group at the table's address... here 127.0.0.1 at an
  * ephemeral port stands for 4791, so the probes are sent by hand. */
@@ -193,6 +233,7 @@ static void census_case(void)
 		done |= c;
 	}
 	CHECK(done, "census complete");
+	spans_after_census(&a, ip);
 	/* a forged probe (wrong secret) is consumed and claims nothing */
 	memcpy(buf, probes[0], NET_STEER_PROBE_LEN);
 	buf[15] ^= 1;
