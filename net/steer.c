@@ -72,7 +72,7 @@ int net_steer_open(struct net_steer *s, int family, const uint8_t *ip)
 	char hex[33];
 	void *map;
 
-	s->fd = s->holder_fd = -1;
+	s->fd = -1;
 	s->t = NULL;
 	s->slot = -1;
 	pthread_mutex_init(&s->mu, NULL);
@@ -127,38 +127,11 @@ void net_steer_close(struct net_steer *s)
 	if (s->fd < 0)
 		return;
 	net_steer_leave(s);
-	net_steer_holder_drop(s);
 	munmap(s->t, sizeof(struct net_steer_table));
 	close(s->fd);
 	s->fd = -1;
 	s->t = NULL;
 	pthread_mutex_destroy(&s->mu);
-}
-
-bool net_steer_holder_try(struct net_steer *s)
-{
-	char path[sizeof(s->path) + 8];
-	int fd;
-
-	if (s->holder_fd >= 0)
-		return true;
-	snprintf(path, sizeof(path), "%s.holder", s->path);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return false;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		close(fd);
-		return false;
-	}
-	s->holder_fd = fd;
-	return true;
-}
-
-void net_steer_holder_drop(struct net_steer *s)
-{
-	if (s->holder_fd >= 0)
-		close(s->holder_fd);
-	s->holder_fd = -1;
 }
 
 int net_steer_join(struct net_steer *s, uint16_t port)

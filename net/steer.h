@@ -3,8 +3,9 @@
  *
  * Peers on other hosts send every RoCE packet to <address>:4791, whatever
  * process owns the destination QP.  Each engine binds 4791 with
- * SO_REUSEPORT (the first one as its only socket, the others beside their
- * own port), and the group carries a classic-BPF program
+ * SO_REUSEPORT beside its own port (which same-host peers and doorbells
+ * use: a datagram sent to 4791 by this host is steered too, and one
+ * without a QPN would go by hash), and the group carries a classic-BPF program
  * (net/steer_prog.h) that sends each datagram to the socket of the engine
  * owning its destination QPN.  A datagram the program cannot place (a QP
  * created since, a stale program) lands on some engine of the group,
@@ -50,7 +51,6 @@ struct net_steer {
 	int fd;                      /* the table file; -1: no steering */
 	struct net_steer_table *t;
 	int slot;                    /* our entry; -1: not a member */
-	int holder_fd;               /* net_steer_holder_try's lock, or -1 */
 	pthread_mutex_t mu;          /* the flock is per open file, not per thread */
 	char path[112];
 };
@@ -60,12 +60,6 @@ struct net_steer {
 int net_steer_open(struct net_steer *s, int family, const uint8_t *ip);
 /* Leave (if a member) and unmap. */
 void net_steer_close(struct net_steer *s);
-
-/* The holder is the engine whose one socket is 4791 (net_udp_open_roce):
- * one per address, chosen by an flock on a file beside the table, held
- * until net_steer_close.  True if we are it now. */
-bool net_steer_holder_try(struct net_steer *s);
-void net_steer_holder_drop(struct net_steer *s);
 
 /* Record our engine (its own UDP port, as the QPN registry has it) as a
  * member, once its 4791 socket is bound.  0 or -ENOSPC / -EBADF. */

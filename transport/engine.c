@@ -1478,8 +1478,6 @@ int srn_engine_start(struct srn_context *ctx)
 		goto fail;
 	if (eng->stats)
 		net_stats_set_port(eng->stats, eng->udp.local.port);
-	if (eng->steer.fd >= 0 && eng->udp.local.port != SRN_ROCE_UDP_PORT)
-		net_steer_holder_drop(&eng->steer); /* 4791 is someone else's */
 	/* Same-host peers send through our inbox (net/shm_ring.h); without
 	 * one they use the socket. */
 	if (net_shm_allowed()) {
@@ -1501,13 +1499,13 @@ int srn_engine_start(struct srn_context *ctx)
 		ret = errno;
 		goto fail;
 	}
-	/* 4791 went to the first engine on the address: it keeps the FIFO's
-	 * write end.  The others join its group (net/steer.h), or, where
-	 * they cannot, watch for it to let go. */
-	if (srn_engine_holds_roce_port(eng)) {
-		srn_steer_joined(eng);
+	/* Steering: every engine joins 4791's group with a second socket
+	 * (net/steer.h).  Else 4791 went to the first engine on the address,
+	 * which keeps the FIFO's write end; the others, and engines that
+	 * cannot join, watch for it to let go. */
+	if (srn_engine_holds_roce_port(eng))
 		roce_settle(eng);
-	} else if (srn_steer_roce_flags(eng)) {
+	else if (srn_steer_roce_flags(eng)) {
 		roce_try(eng);
 	} else {
 		roce_settle(eng);

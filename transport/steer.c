@@ -22,8 +22,6 @@ unsigned int srn_steer_open(struct srn_engine *eng, int family, const uint8_t *i
 		return NET_UDP_ROCE_FIRST;
 	if (net_steer_open(&eng->steer, family, ip) < 0)
 		return NET_UDP_ROCE_FIRST; /* as before steering: first come */
-	if (net_steer_holder_try(&eng->steer))
-		return NET_UDP_ROCE_FIRST | NET_UDP_REUSEPORT;
 	return 0;
 }
 
@@ -32,16 +30,14 @@ unsigned int srn_steer_roce_flags(const struct srn_engine *eng)
 	return eng->steer.fd >= 0 ? NET_UDP_REUSEPORT : 0;
 }
 
-/* Our socket in the group: the second one, or the holder's own. */
+/* Our socket in the group. */
 static int group_fd(const struct srn_engine *eng)
 {
-	if (eng->roce.fd >= 0)
-		return eng->roce.fd;
-	return eng->udp.local.port == SRN_ROCE_UDP_PORT ? eng->udp.fd : -1;
+	return eng->roce.fd;
 }
 
 /* Send the probes of a new census to <address>:4791, from a socket of
- * their own: the holder leaving has closed its only one. */
+ * their own: the one leaving has closed its 4791 socket already. */
 static void census(struct srn_engine *eng)
 {
 	uint8_t probes[NET_STEER_MEMBERS][NET_STEER_PROBE_LEN];

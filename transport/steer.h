@@ -11,9 +11,9 @@
 
 struct srn_engine;
 
-/* Before the engine's own socket is bound: open the table, and take the
- * holder's place if it is free.  Returns the net_udp_open flags for that
- * socket. */
+/* Before the engine's own socket is bound: open the table.  Returns the
+ * net_udp_open flags for that socket: an ephemeral port when steering
+ * (4791 is joined by a second socket), else 4791 if it is free. */
 unsigned int srn_steer_open(struct srn_engine *eng, int family, const uint8_t *ip);
 /* Flags for a second socket at 4791 (net_udp_open_roce). */
 unsigned int srn_steer_roce_flags(const struct srn_engine *eng);
@@ -27,8 +27,7 @@ bool srn_steer_probe(struct srn_engine *eng, const struct net_udp_msg *m);
 void srn_steer_misplaced(struct srn_engine *eng);
 /* We allocated qpn: make sure the program sends its packets to us. */
 void srn_steer_qpn(struct srn_engine *eng, uint32_t qpn);
-/* Leave the group: after the second socket is closed, before the own
- * one is (whose closing leaves it too, for the holder). */
+/* Leave the group, after the 4791 socket is closed. */
 void srn_steer_leave(struct srn_engine *eng);
 void srn_steer_close(struct srn_engine *eng);
 

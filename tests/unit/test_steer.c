@@ -214,7 +214,6 @@ static void census_case(void)
 	ip[3] = (uint8_t)(200 + getpid() % 50);
 	CHECK(net_steer_open(&a, AF_INET, ip) == 0 && net_steer_open(&b, AF_INET, ip) == 0,
 	      "open tables");
-	CHECK(net_steer_holder_try(&a) && !net_steer_holder_try(&b), "one holder");
 	socks[0] = bind_group(&port);
 	socks[1] = bind_group(&port);
 	CHECK(net_steer_join(&a, 5000) == 0 && net_steer_join(&b, 5001) == 0, "join");
@@ -241,12 +240,6 @@ static void census_case(void)
 	net_steer_leave(&b);
 	net_steer_close(&b);
 	net_steer_close(&a);
-	{
-		char holder[sizeof(a.path) + 8];
-
-		snprintf(holder, sizeof(holder), "%s.holder", a.path);
-		unlink(holder);
-	}
 	unlink(a.path);
 	close(socks[0]);
 	close(socks[1]);
