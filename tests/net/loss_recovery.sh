@@ -2,10 +2,11 @@
 # RC loss recovery between two hosts: two network namespaces this test
 # creates, joined by a veth pair (192.168.88.0/24, addresses only inside
 # them), nftables in NA dropping 1% of the UDP datagrams to port 4791 at
-# random.  Each case must complete, and what the client resent
-# (req_retx_bytes) must stay within 3x what nftables dropped:
+# random.  Each case must complete; for the stream, what the client
+# resent (req_retx_bytes) must stay within 3x what nftables dropped:
 #  - ibv_rc_pingpong -c, 64 KiB x 300 (every byte checked), selective
-#    retransmission (SOFTRNIC_SELECTIVE_RETX=1 on both sides);
+#    retransmission (SOFTRNIC_SELECTIVE_RETX=1 on both sides; no ratio
+#    asserted: a lost message tail costs a timeout's resend of the window);
 #  - the same with plain go-back-N (the congestion window bounds what a
 #    loss costs; no ratio asserted: go-back-N resends what followed);
 #  - ib_write_bw 64 KiB x 2000 with SR, the ratio asserted, throughput
@@ -70,7 +71,9 @@ check() {
 
 nft_reset
 if run pp_sr 1 "ibv_rc_pingpong -g 0 -c -s 65536 -n 300"; then
-	check pp_sr "SR ibv_rc_pingpong -c, data checked" 3
+	# (ratio printed only: a ping-pong's lost tail is found by the ACK
+	# timeout, which resends the window whatever little was lost)
+	check pp_sr "SR ibv_rc_pingpong -c, data checked" ""
 else
 	t_fail "SR ibv_rc_pingpong -c at 1% loss"
 fi
