@@ -86,6 +86,12 @@ void srn_async_destroy(struct srn_async *a)
 
 void srn_async_post(struct srn_context *ctx, const struct ibv_async_event *ev)
 {
+	srn_async_post_counted(ctx, ev, NULL);
+}
+
+void srn_async_post_counted(struct srn_context *ctx, const struct ibv_async_event *ev,
+			    atomic_uint *reported)
+{
 	struct srn_async *a = ctx->async;
 	struct srn_async_node *n;
 
@@ -106,6 +112,8 @@ void srn_async_post(struct srn_context *ctx, const struct ibv_async_event *ev)
 	else
 		a->head = n;
 	a->tail = n;
+	if (reported)
+		atomic_fetch_add(reported, 1); /* before anyone can take and ack it */
 	if (a->count++ == 0)
 		srn_wait_pipe_set(&a->pipe);
 	pthread_mutex_unlock(&a->lock);

@@ -467,8 +467,13 @@ void srn_transport_mcast_leave(struct srn_context *ctx, const union ibv_gid *mgi
 
 /* ---- async events ------------------------------------------------------ */
 
-/* Queue an async event for ibv_get_async_event; wakes async_fd. */
+/* Queue an async event for ibv_get_async_event; wakes async_fd.  A full
+ * queue (an application that never reads them) drops it. */
 void srn_async_post(struct srn_context *ctx, const struct ibv_async_event *ev);
+/* The same for an event on an object: *reported (the count its destroy
+ * waits to see acked) grows only if the event was queued. */
+void srn_async_post_counted(struct srn_context *ctx, const struct ibv_async_event *ev,
+			    atomic_uint *reported);
 /* For the destroy of obj (a CQ, QP or SRQ) once no more events can be
  * posted on it: drop its queued events, then wait under m/c until
  * *completed (its public ack count) covers the rest of the reported ones. */

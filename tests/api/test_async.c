@@ -282,6 +282,62 @@ out:
 	free_all(qp, cq, mr, pd);
 }
 
+/* An application that never reads its async events: past the queue's
+ * capacity (4096) they are dropped, and a destroy must not wait for acks
+ * of events that were never queued. */
+static void t_unread_events(struct ibv_context *ctx)
+{
+	static char buf[4096];
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf),
+					    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : NULL;
+	struct ibv_cq *cq = mr ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
+	struct ibv_qp *qp = cq ? faulted_qp(ctx, pd, cq, mr) : NULL;
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+	int n = 0, errs = 0;
+	double t0 = t_now();
+
+	if (!qp) {
+		printf("SKIP: unread events (data path not available)\n");
+		goto out;
+	}
+	/* each round: the faulted WRITE's error completion, then again */
+	while (n < 4300 && t_now() - t0 < 60) {
+		struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+		struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
+		struct ibv_send_wr wr = {
+			.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { .remote_addr = (uintptr_t)buf, .rkey = mr->rkey ^ 0x5a5a00 },
+		}, *bad;
+		double tw = t_now();
+		int got = 0;
+
+		while (!got && t_now() - tw < 5)
+			got = ibv_poll_cq(cq, 1, &wc);
+		if (got != 1)
+			break;
+		errs += wc.status != IBV_WC_SUCCESS;
+		n++;
+		while (ibv_poll_cq(cq, 1, &wc) > 0)
+			;
+		if (ibv_modify_qp(qp, &reset, IBV_QP_STATE) || connect_self(qp, ctx) ||
+		    ibv_post_send(qp, &wr, &bad))
+			break;
+	}
+	T_OK(n >= 4300 && errs == n, "%d refused WRITEs, %d error completions, events unread (%.1f s)",
+	     n, errs, t_now() - t0);
+	t0 = t_now();
+	T_OK(ibv_destroy_qp(qp) == 0 && t_now() - t0 < 2,
+	     "destroy returns at once (%.0f ms)", (t_now() - t0) * 1000);
+	qp = NULL;
+	while (ibv_get_async_event(ctx, &ev) == 0)
+		ibv_ack_async_event(&ev);
+out:
+	free_all(qp, cq, mr, pd);
+}
+
 int main(void)
 {
 	struct ibv_device *dev;
@@ -291,6 +347,7 @@ int main(void)
 	struct epoll_event ee = { .events = EPOLLIN }, out;
 	int ep, fl;
 
+	alarm(120); /* a destroy that waits for acks never queued would hang */
 	dev = t_lo_device();
 	ctx = ibv_open_device(dev);
 	T_OK(ctx != NULL, "open %s", ibv_get_device_name(dev));
@@ -319,6 +376,7 @@ int main(void)
 	t_signals(ctx);
 	t_cq_overrun(ctx);
 	t_destroy_and_events(ctx);
+	t_unread_events(ctx);
 	T_OK(ibv_close_device(ctx) == 0, "close");
 	t_lo_free();
 	return t_summary();
