@@ -219,6 +219,17 @@ static struct ibv_qp *faulted_qp(struct ibv_context *ctx, struct ibv_pd *pd, str
 	return qp;
 }
 
+/* A PD, an MR on buf, a CQ and a faulted QP on them (NULL: skip). */
+static struct ibv_qp *faulted_setup(struct ibv_context *ctx, char *buf, size_t len,
+				    struct ibv_pd **pd, struct ibv_mr **mr, struct ibv_cq **cq)
+{
+	*pd = ibv_alloc_pd(ctx);
+	*mr = *pd ? ibv_reg_mr(*pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+		  : NULL;
+	*cq = *mr ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
+	return *cq ? faulted_qp(ctx, *pd, *cq, *mr) : NULL;
+}
+
 struct late_ack {
 	struct ibv_async_event ev;
 	_Atomic int acked;
@@ -241,11 +252,10 @@ static void *ack_later(void *arg)
 static void t_destroy_and_events(struct ibv_context *ctx)
 {
 	static char buf[4096];
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf),
-					    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : NULL;
-	struct ibv_cq *cq = mr ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
-	struct ibv_qp *qp = cq ? faulted_qp(ctx, pd, cq, mr) : NULL;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp = faulted_setup(ctx, buf, sizeof(buf), &pd, &mr, &cq);
 	struct late_ack l = { .acked = 0 };
 	struct ibv_async_event ev;
 	pthread_t th;
@@ -288,11 +298,10 @@ out:
 static void t_unread_events(struct ibv_context *ctx)
 {
 	static char buf[4096];
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf),
-					    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : NULL;
-	struct ibv_cq *cq = mr ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
-	struct ibv_qp *qp = cq ? faulted_qp(ctx, pd, cq, mr) : NULL;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp = faulted_setup(ctx, buf, sizeof(buf), &pd, &mr, &cq);
 	struct ibv_async_event ev;
 	struct ibv_wc wc;
 	int n = 0, errs = 0;
