@@ -18,9 +18,9 @@
  * <linux/if.h> clashes with it). */
 enum { FLAG_UP = 0x1, FLAG_LOOPBACK = 0x8, FLAG_LOWER_UP = 0x10000 };
 
-/* A link notice is a few KiB; a datagram that does not fit is treated as
- * lost notices (the caller asks again). */
-enum { READ_BUF = 32768 };
+/* A link notice is a few KiB (more with many VFs); one that does not fit
+ * is read cut short: its fixed header is all we need (clamp_cut). */
+enum { READ_BUF = 8192 };
 
 int net_link_parse(const void *buf, size_t len, int ifindex, unsigned int *bits)
 {
@@ -66,6 +66,30 @@ int net_link_parse(const void *buf, size_t len, int ifindex, unsigned int *bits)
 	if (off != len && !found)
 		return -1;
 	return found;
+}
+
+/* A datagram the kernel cut at len: the message that runs past the end
+ * is made to end there, so the parser reads its fixed header (or drops it
+ * if even that was cut). */
+static void clamp_cut(unsigned char *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (len - off >= sizeof(struct nlmsghdr)) {
+		struct nlmsghdr h;
+
+		memcpy(&h, buf + off, sizeof(h));
+		if (h.nlmsg_len < sizeof(h))
+			return;
+		if (h.nlmsg_len > len - off) {
+			h.nlmsg_len = (uint32_t)(len - off);
+			memcpy(buf + off, &h, sizeof(h));
+			return;
+		}
+		if (NLMSG_ALIGN((size_t)h.nlmsg_len) >= len - off)
+			return;
+		off += NLMSG_ALIGN((size_t)h.nlmsg_len);
+	}
 }
 
 int net_link_open(void)
@@ -123,12 +147,12 @@ int net_link_read(int fd, int ifindex, unsigned int *bits, int max)
 				break;
 			return -errno;
 		}
-		if (mh.msg_flags & MSG_TRUNC)
-			return -ENOBUFS;
 		/* only the kernel speaks for the interface */
 		if (mh.msg_namelen < sizeof(from) || from.nl_family != AF_NETLINK ||
 		    from.nl_pid != 0)
 			continue;
+		if (mh.msg_flags & MSG_TRUNC)
+			clamp_cut(buf, (size_t)n);
 		if (net_link_parse(buf, (size_t)n, ifindex, bits) > 0)
 			found = 1;
 	}

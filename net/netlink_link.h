@@ -36,7 +36,8 @@ int net_link_open(void);
  * notice.  0 or -errno. */
 int net_link_request(int fd, int ifindex, unsigned int seq);
 /* Read every datagram waiting on fd (at most max) and parse them for
- * ifindex.  1 if *bits was set, 0 if nothing about ifindex came,
+ * ifindex (one too long for the buffer is read cut short: the header
+ * says all).  1 if *bits was set, 0 if nothing about ifindex came,
  * -ENOBUFS if the kernel dropped notices (ask again: the state may have
  * changed unseen), other -errno on error.  Datagrams not from the kernel
  * are ignored. */
