@@ -212,11 +212,11 @@ static void peer_gone(struct cm_id *c)
 	}
 }
 
-/* ICMP "port unreachable" for what we sent to: nobody holds that host's
- * port 4791 (no engine: the peer's process died with nobody else there),
- * or the same-host agent is gone.  A DREQ sent there will get no DREP: the
- * disconnect completes now, not after every retry.  An established
- * connection (probed, cm/peer_probe.c) ends at the second such answer. */
+/* ICMP "port unreachable" for a probe (cm/peer_probe.c): nobody holds
+ * that host's port 4791 (no engine: the peer's process died with nobody
+ * else there).  A DREQ sent there will get no DREP: the disconnect
+ * completes now, not after every retry.  An established connection ends
+ * at the second such answer. */
 void cm_peer_unreachable(const struct cm_peer *to)
 {
 	uint64_t now = cm_now_ms();
