@@ -16,6 +16,7 @@
 
 static pthread_mutex_t agent_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int gsi_fd = -1, wake_fd = -1;
+static int probe_fd = -1;            /* cm/peer_probe.c; -1: no probes */
 static uint16_t gsi_port;
 static int gsi_slot = -1;            /* our directory slot */
 static uint32_t gsi_psn;             /* UD PSN of our GSI "QP" */
@@ -26,7 +27,9 @@ static void *agent_main(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		struct pollfd p[2] = { { gsi_fd, POLLIN, 0 }, { wake_fd, POLLIN, 0 } };
+		/* the probe socket wakes us with POLLERR (asked or not) */
+		struct pollfd p[3] = { { gsi_fd, POLLIN, 0 }, { wake_fd, POLLIN, 0 },
+				       { probe_fd, 0, 0 } };
 		int timeout;
 
 		/* MADs first, timers after: a peer's last answer (say a REJ
@@ -47,10 +50,22 @@ static void *agent_main(void *arg)
 			cm_conn_mad_in(mad, &from, to_ip);
 			pthread_mutex_unlock(&cm_lock);
 		}
+		for (int i = 0; i < 64; i++) {
+			struct cm_peer to;
+			int r = probe_fd >= 0 ? cm_gsi_recv_err(probe_fd, &to) : -EAGAIN;
+
+			if (r < 0)
+				break;
+			if (r == 0)
+				continue;
+			pthread_mutex_lock(&cm_lock);
+			cm_peer_unreachable(&to);
+			pthread_mutex_unlock(&cm_lock);
+		}
 		pthread_mutex_lock(&cm_lock);
 		timeout = cm_conn_timers(cm_now_ms());
 		pthread_mutex_unlock(&cm_lock);
-		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+		if (poll(p, probe_fd >= 0 ? 3 : 2, timeout) < 0 && errno != EINTR)
 			continue;
 		if (p[1].revents & POLLIN) {
 			uint64_t v;
@@ -85,6 +100,13 @@ int cm_agent_start(void)
 		goto out;
 	}
 	gsi_fd = fd;
+	/* (a child's copy of its parent's probe socket is the parent's) */
+	if (probe_fd >= 0)
+		close(probe_fd);
+	probe_fd = cm_probe_open();
+	if (probe_fd < 0)
+		cm_dbg("no probe socket (%s): a peer on another host that dies goes unnoticed "
+		       "until its QP's retries\n", strerror(-probe_fd));
 	agent_pid = getpid();
 	if (getrandom(&gsi_psn, sizeof(gsi_psn), 0) != sizeof(gsi_psn))
 		gsi_psn = (uint32_t)getpid();
@@ -101,7 +123,9 @@ int cm_agent_start(void)
 	if (err) {
 		close(gsi_fd);
 		close(wake_fd);
-		gsi_fd = wake_fd = -1;
+		if (probe_fd >= 0)
+			close(probe_fd);
+		gsi_fd = wake_fd = probe_fd = -1;
 	}
 out:
 	pthread_mutex_unlock(&agent_mutex);
@@ -132,4 +156,9 @@ int cm_mad_send(const struct cm_peer *peer, const uint8_t src_ip[4],
 	cm_dbg("tx %s to %u.%u.%u.%u:%u\n", wire_cm_attr_name((uint16_t)(mad[16] << 8 | mad[17])) ?: "?",
 	       peer->ip[0], peer->ip[1], peer->ip[2], peer->ip[3], peer->port);
 	return cm_gsi_send(gsi_fd, gsi_port, src_ip, peer, gsi_psn++, mad);
+}
+
+int cm_probe_send(const struct cm_peer *peer)
+{
+	return probe_fd >= 0 ? cm_gsi_probe(probe_fd, peer) : -ENOTCONN;
 }

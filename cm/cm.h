@@ -158,7 +158,9 @@ struct cm_id {
 	uint64_t disc_at_ms;         /* a DREQ came: when to report
 				      * DISCONNECTED, 0 = not waiting */
 	uint64_t lookup_until_ms;
-	int dead_strikes;            /* passes that found the peer agent gone */    /* REQ with no listener yet: give up then */
+	int dead_strikes;            /* passes that found the peer agent gone */
+	uint64_t unreach_ms;         /* first "port unreachable" from the
+				      * peer's host (cm_peer_unreachable), 0 = none */    /* REQ with no listener yet: give up then */
 	uint8_t last_reply[WIRE_MAD_LEN]; /* REP/RTU/DREP for duplicates */
 	bool have_last_reply;
 	struct cm_event *rep_event;  /* active: REP data for ESTABLISHED */
@@ -214,6 +216,25 @@ int cm_gsi_send(int fd, uint16_t sport, const uint8_t src_ip[4],
  * 0 if nothing valid is waiting (a bad packet is dropped), -errno. */
 int cm_gsi_recv(int fd, uint8_t mad[WIRE_MAD_LEN], struct cm_peer *from,
 		uint8_t to_ip[4]);
+/* The socket probes go from, which reports ICMP errors: fd or -errno. */
+int cm_probe_open(void);
+/* An empty datagram to to (cm/peer_probe.c): a live engine takes it for
+ * a doorbell; a host with nobody at the port answers ICMP. 0 or -errno. */
+int cm_gsi_probe(int fd, const struct cm_peer *to);
+int cm_probe_send(const struct cm_peer *peer); /* on our agent's probe socket */
+/* Probes the hosts of established connections to other hosts
+ * (cm/peer_probe.c); ms until the next is due, -1 = none.  cm_lock held. */
+int cm_probe_timers(uint64_t now);
+/* Probe peer's host at the next timer pass (a DREQ went there). */
+void cm_probe_soon(const struct cm_peer *peer);
+/* One error from the probe socket's error queue: 1 with the address a
+ * probe was sent to that ICMP says nobody listens at (port unreachable),
+ * 0 for another error, -EAGAIN when the queue is empty, -errno. */
+int cm_gsi_recv_err(int fd, struct cm_peer *to);
+/* Nobody listens at to: DREQs sent there give up now, and established
+ * connections to that host's port 4791 end when it says so twice, at
+ * least CM_UNREACH_GAP_MS apart.  cm_lock held. */
+void cm_peer_unreachable(const struct cm_peer *to);
 /* The source address the host would use toward dst (0 or -errno). */
 int cm_route_src(const uint8_t dst[4], uint8_t src[4]);
 bool cm_ip_is_local(const uint8_t ip[4]);

@@ -10,6 +10,12 @@ enum {
 	CM_MRA_SERVICE_TIMEOUT = 24, /* ~68 s: the application is slow */
 	CM_TARGET_ACK_DELAY = 15,
 	CM_LIVENESS_MS = 300,        /* how often same-host peers are checked */
+	CM_PROBE_MS = 1000,          /* how often other hosts are probed */
+	/* two "port unreachable" this far apart (but within
+	 * CM_UNREACH_MAX_MS) end a connection: the first may have met the
+	 * moment between one engine letting 4791 go and the next taking it */
+	CM_UNREACH_GAP_MS = 300,
+	CM_UNREACH_MAX_MS = 5000,
 	CM_LISTEN_GRACE_MS = 250,    /* a same-host REQ waits this for a listener */
 	/* A REQ that reached us before its listener waits this for it: many
 	 * times the lag seen on a busy host (<= 90 ms), within the sender's

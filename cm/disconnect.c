@@ -23,8 +23,12 @@ void cm_send_dreq(struct cm_id *c, bool tracked)
 	m.dreq.local_comm_id = c->local_comm_id;
 	m.dreq.remote_comm_id = c->remote_comm_id;
 	m.dreq.remote_qpn_eecn = c->remote_qpn;
-	if (tracked)
+	if (tracked) {
+		/* a dead host's answer to a probe ends the wait for a DREP */
+		if (!c->peer_local)
+			cm_probe_soon(&c->peer);
 		cm_send_tracked(c, &m, c->peer_cm_timeout ? c->peer_cm_timeout : CM_RESPONSE_TIMEOUT);
+	}
 	else
 		cm_send_msg(c, &m, out);
 }

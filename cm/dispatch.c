@@ -199,6 +199,49 @@ static void give_up(struct cm_id *c)
 	}
 }
 
+/* The peer's process is gone: its connection drops as a DREQ would
+ * drop it (the kernel sends one for a process that dies). */
+static void peer_gone(struct cm_id *c)
+{
+	if (c->state == CM_ESTABLISHED && c->id.qp_type != IBV_QPT_UD) {
+		cm_qp_to_err(c);
+		c->state = CM_TIMEWAIT;
+		cm_post_disconnected(c);
+	} else if (c->mad_pending) {
+		give_up(c);
+	}
+}
+
+/* ICMP "port unreachable" for a probe (cm/peer_probe.c): nobody holds
+ * that host's port 4791 (no engine: the peer's process died with nobody
+ * else there).  A DREQ sent there will get no DREP: the disconnect
+ * completes now, not after every retry.  An established connection ends
+ * at the second such answer. */
+void cm_peer_unreachable(const struct cm_peer *to)
+{
+	uint64_t now = cm_now_ms();
+
+	for (struct cm_id *c = cm_ids; c; c = c->next) {
+		if (c->destroying || c->peer.port != to->port || memcmp(c->peer.ip, to->ip, 4))
+			continue;
+		if (c->mad_pending && c->state == CM_DREQ_SENT) {
+			cm_dbg("DREQ to %u.%u.%u.%u:%u: port unreachable, disconnected\n",
+			       to->ip[0], to->ip[1], to->ip[2], to->ip[3], to->port);
+			give_up(c);
+			continue;
+		}
+		if (c->state != CM_ESTABLISHED || c->peer_local)
+			continue;
+		if (!c->unreach_ms || now - c->unreach_ms > CM_UNREACH_MAX_MS) {
+			c->unreach_ms = now;
+		} else if (now - c->unreach_ms >= CM_UNREACH_GAP_MS) {
+			cm_dbg("%u.%u.%u.%u:%u: port unreachable twice, peer gone\n",
+			       to->ip[0], to->ip[1], to->ip[2], to->ip[3], to->port);
+			peer_gone(c);
+		}
+	}
+}
+
 int cm_conn_timers(uint64_t now)
 {
 	int next = -1;
@@ -283,18 +326,18 @@ int cm_conn_timers(uint64_t now)
 						next = 10;
 					continue;
 				}
-				if (c->state == CM_ESTABLISHED && c->id.qp_type != IBV_QPT_UD) {
-					cm_qp_to_err(c);
-					c->state = CM_TIMEWAIT;
-					cm_post_disconnected(c);
-				} else if (c->mad_pending) {
-					give_up(c);
-				}
+				peer_gone(c);
 			}
 		}
 	}
 	if (want_check && (next < 0 || next > CM_LIVENESS_MS))
 		next = CM_LIVENESS_MS;
+	{
+		int probe = cm_probe_timers(now);
+
+		if (probe >= 0 && (next < 0 || probe < next))
+			next = probe;
+	}
 	{
 		int held = cm_req_hold_timers(now);
 

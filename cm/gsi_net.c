@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/errqueue.h>
+#include <netinet/ip_icmp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -169,6 +171,70 @@ int cm_gsi_recv(int fd, uint8_t mad[WIRE_MAD_LEN], struct cm_peer *from,
 		return 0;
 	memcpy(mad, pkt.payload, WIRE_MAD_LEN);
 	return 1;
+}
+
+int cm_probe_open(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int one = 1, fd;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* ICMP errors for what we sent come back on the error queue
+	 * (cm_gsi_recv_err).  Not on the GSI socket: a burst of them (MADs
+	 * to ports that closed) would take its receive buffer from MADs. */
+	if (setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+int cm_gsi_probe(int fd, const struct cm_peer *to)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(to->port) };
+
+	memcpy(&sin.sin_addr, to->ip, 4);
+	if (sendto(fd, "", 0, 0, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+		return -errno;
+	return 0;
+}
+
+int cm_gsi_recv_err(int fd, struct cm_peer *to)
+{
+	uint8_t buf[64], cbuf[256];
+	struct sockaddr_in sin;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_name = &sin, .msg_namelen = sizeof(sin),
+			     .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	int found = 0;
+
+	memset(&sin, 0, sizeof(sin));
+	if (recvmsg(fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	if (sin.sin_family != AF_INET || mh.msg_namelen < sizeof(sin))
+		return 0;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		struct sock_extended_err ee;
+
+		if (cm->cmsg_level != IPPROTO_IP || cm->cmsg_type != IP_RECVERR ||
+		    cm->cmsg_len < CMSG_LEN(sizeof(ee)))
+			continue;
+		memcpy(&ee, CMSG_DATA(cm), sizeof(ee));
+		if (ee.ee_origin == SO_EE_ORIGIN_ICMP && ee.ee_type == ICMP_DEST_UNREACH &&
+		    ee.ee_code == ICMP_PORT_UNREACH)
+			found = 1;
+	}
+	if (found) {
+		memcpy(to->ip, &sin.sin_addr, 4);
+		to->port = ntohs(sin.sin_port);
+	}
+	return found;
 }
 
 int cm_route_src(const uint8_t dst[4], uint8_t src[4])

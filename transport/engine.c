@@ -22,6 +22,7 @@
 #include "net/thread.h"
 #include "transport/rc.h"
 #include "transport/gsi_forward.h"
+#include "transport/link_watch.h"
 #include "transport/qp_forward.h"
 #include "transport/steer.h"
 #include "net/settings.h"
@@ -1350,6 +1351,8 @@ static void *engine_main(void *arg)
 			} else if (fd == eng->udp.fd ||
 				   (eng->roce.fd >= 0 && fd == eng->roce.fd)) {
 				socket_ready(eng, &defer, true, false);
+			} else if (eng->link_fd >= 0 && fd == eng->link_fd) {
+				srn_link_watch_event(eng);
 			} else if (!eng->roce_port.held && eng->roce_port.fd >= 0 &&
 				   fd == eng->roce_port.fd) {
 				roce_watch_event(eng, ev[i].events);
@@ -1369,6 +1372,7 @@ static void engine_free(struct srn_engine *eng)
 		close(eng->efd);
 	if (eng->kfd >= 0)
 		close(eng->kfd);
+	srn_link_watch_stop(eng);
 	net_shm_inbox_destroy(eng->inbox);
 	net_udp_close(&eng->udp);
 	/* the sockets before the FIFO: an engine woken finds 4791 free */
@@ -1411,7 +1415,7 @@ int srn_engine_start(struct srn_context *ctx)
 	if (!eng)
 		return ENOMEM;
 	eng->ctx = ctx;
-	eng->epfd = eng->tfd = eng->efd = eng->kfd = -1;
+	eng->epfd = eng->tfd = eng->efd = eng->kfd = eng->link_fd = -1;
 	eng->udp.fd = -1;
 	eng->roce.fd = -1;
 	eng->steer.fd = -1;
@@ -1499,6 +1503,7 @@ int srn_engine_start(struct srn_context *ctx)
 		ret = errno;
 		goto fail;
 	}
+	srn_link_watch_start(eng);
 	/* Steering: every engine joins 4791's group with a second socket
 	 * (net/steer.h).  Else 4791 went to the first engine on the address,
 	 * which keeps the FIFO's write end; the others, and engines that

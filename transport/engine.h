@@ -83,6 +83,8 @@ struct srn_engine {
 	unsigned int roce_fails;     /* tries in a row that could not watch the holder */
 	int epfd, tfd, efd;          /* epoll, timerfd, stop eventfd */
 	int kfd;                     /* eventfd: a CQ was armed (srn_transport_cq_armed) */
+	int link_fd;                 /* the interface's link notices (link_watch.h), or -1 */
+	bool link_up;                /* the link as last seen (engine thread) */
 	pthread_t thread;
 	bool thread_running;
 

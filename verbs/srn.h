@@ -60,6 +60,10 @@ struct srn_device {
 	int num_gids;                /* valid entries in gid[] */
 	union ibv_gid gid[SRN_MAX_GID]; /* [0] = IPv4-mapped address, then IPv6 */
 	int gid_family[SRN_MAX_GID]; /* AF_INET or AF_INET6 per entry */
+	/* The port as an engine's link watch last saw the interface
+	 * (transport/link_watch.c): 0 = not watched (loopback, no netlink):
+	 * active; else enum ibv_port_state | phys_state << 8. */
+	_Atomic uint16_t port_link;
 };
 
 static inline struct srn_device *srn_dev(struct ibv_device *d)

@@ -41,6 +41,8 @@ static void t_device(struct ibv_context *ctx)
 	T_OK(a.max_pkeys == 1, "max_pkeys is 1");
 	T_OK(a.page_size_cap & 4096, "page_size_cap includes 4 KiB");
 	T_OK(a.device_cap_flags & IBV_DEVICE_RC_RNR_NAK_GEN, "RC_RNR_NAK_GEN is set");
+	/* the port follows its interface (transport/link_watch.c) */
+	T_OK(a.device_cap_flags & IBV_DEVICE_PORT_ACTIVE_EVENT, "PORT_ACTIVE_EVENT is set");
 
 	T_OK(vctx && vctx->query_device_ex, "context is extended, query_device_ex set");
 	memset(&ax, 0xa5, sizeof(ax));

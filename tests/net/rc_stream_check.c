@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "stream_msg.h"
 #include "stream_oob.h"
@@ -108,10 +109,20 @@ static void *async_main(void *p)
 
 		if (poll(&pf, 1, 100) != 1 || ibv_get_async_event(r->ctx, &ev))
 			continue;
-		fprintf(stderr, "rc_stream_check: async event: %s\n",
-			ibv_event_type_str(ev.event_type));
-		if (ev.event_type == IBV_EVENT_PORT_ERR || ev.event_type == IBV_EVENT_PORT_ACTIVE)
+		if (ev.event_type == IBV_EVENT_PORT_ERR || ev.event_type == IBV_EVENT_PORT_ACTIVE) {
+			struct ibv_port_attr pa;
+
+			/* the port's state as the event left it, for the test */
+			if (ibv_query_port(r->ctx, ev.element.port_num, &pa))
+				memset(&pa, 0, sizeof(pa));
+			fprintf(stderr, "rc_stream_check: async event: %s (port %d: %s, phys %u)\n",
+				ibv_event_type_str(ev.event_type), ev.element.port_num,
+				ibv_port_state_str(pa.state), pa.phys_state);
 			atomic_fetch_add(&r->port_events, 1);
+		} else {
+			fprintf(stderr, "rc_stream_check: async event: %s\n",
+				ibv_event_type_str(ev.event_type));
+		}
 		ibv_ack_async_event(&ev);
 	}
 	return NULL;
