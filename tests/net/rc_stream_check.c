@@ -95,6 +95,7 @@ struct res {
 	bool async_running;
 	atomic_bool async_stop;
 	atomic_uint port_events;
+	atomic_bool port_down;       /* the last port event was PORT_ERR */
 };
 
 static void *async_main(void *p)
@@ -119,6 +120,7 @@ static void *async_main(void *p)
 				ibv_event_type_str(ev.event_type), ev.element.port_num,
 				ibv_port_state_str(pa.state), pa.phys_state);
 			atomic_fetch_add(&r->port_events, 1);
+			atomic_store(&r->port_down, ev.event_type == IBV_EVENT_PORT_ERR);
 		} else {
 			fprintf(stderr, "rc_stream_check: async event: %s\n",
 				ibv_event_type_str(ev.event_type));
@@ -187,6 +189,10 @@ static int res_open(struct res *r, const struct hello *h)
 static void res_close(struct res *r)
 {
 	if (r->async_running) {
+		/* a port that went down during the run: see it come back (the
+		 * kernel may hold a carrier notice for a second), at most 3 s */
+		for (int i = 0; i < 60 && atomic_load(&r->port_down); i++)
+			usleep(50 * 1000);
 		atomic_store(&r->async_stop, true);
 		pthread_join(r->async_thread, NULL);
 	}
