@@ -88,8 +88,7 @@ static void post_qp_event(struct srn_qp *qp, enum ibv_event_type type)
 	memset(&ev, 0, sizeof(ev));
 	ev.element.qp = &qp->ex.qp_base;
 	ev.event_type = type;
-	atomic_fetch_add(&qp->events_reported, 1);
-	srn_async_post(qp->ctx, &ev);
+	srn_async_post(qp->ctx, &ev, &qp->events_reported);
 }
 
 void rc_qp_error(struct srn_rc_state *rc, int ev_type)

@@ -84,7 +84,8 @@ void srn_async_destroy(struct srn_async *a)
 	free(a);
 }
 
-void srn_async_post(struct srn_context *ctx, const struct ibv_async_event *ev)
+void srn_async_post(struct srn_context *ctx, const struct ibv_async_event *ev,
+		    atomic_uint *reported)
 {
 	struct srn_async *a = ctx->async;
 	struct srn_async_node *n;
@@ -106,6 +107,7 @@ void srn_async_post(struct srn_context *ctx, const struct ibv_async_event *ev)
 	else
 		a->head = n;
 	a->tail = n;
+	atomic_fetch_add(reported, 1);
 	if (a->count++ == 0)
 		srn_wait_pipe_set(&a->pipe);
 	pthread_mutex_unlock(&a->lock);

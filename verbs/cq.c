@@ -717,8 +717,8 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 				.event_type = IBV_EVENT_CQ_ERR,
 			};
 
-			atomic_fetch_add(&cq->async_events_reported, 1);
-			srn_async_post(srn_ctx(cq->ibv.context), &ev);
+			srn_async_post(srn_ctx(cq->ibv.context), &ev,
+				       &cq->async_events_reported);
 		}
 		return -ENOSPC;
 	}

@@ -471,8 +471,12 @@ void srn_transport_mcast_leave(struct srn_context *ctx, const union ibv_gid *mgi
 
 /* ---- async events ------------------------------------------------------ */
 
-/* Queue an async event for ibv_get_async_event; wakes async_fd. */
-void srn_async_post(struct srn_context *ctx, const struct ibv_async_event *ev);
+/* Queue an async event for ibv_get_async_event; wakes async_fd.  Counts
+ * it in *reported (the object's, which its destroy waits on) only if it
+ * was queued: an event dropped because the queue is full (thousands of
+ * QPs failing at once) or the context has none can never be acked. */
+void srn_async_post(struct srn_context *ctx, const struct ibv_async_event *ev,
+		    atomic_uint *reported);
 /* For the destroy of obj (a CQ, QP or SRQ) once no more events can be
  * posted on it: drop its queued events, then wait under m/c until
  * *completed (its public ack count) covers the rest of the reported ones. */

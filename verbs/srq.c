@@ -308,8 +308,7 @@ static void srq_check_limit(struct srn_srq *srq)
 		memset(&ev, 0, sizeof(ev));
 		ev.element.srq = &srq->ibv;
 		ev.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
-		atomic_fetch_add(&srq->events_reported, 1);
-		srn_async_post(srq->ctx, &ev);
+		srn_async_post(srq->ctx, &ev, &srq->events_reported);
 	}
 }
 
