@@ -223,7 +223,7 @@ SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 	mr->share = srn_mrdir_active(ctx) ? srn_mr_share_get(addr, length) : NULL;
 
 	pthread_mutex_lock(&ctx->lock);
-	idx = mr_slot_alloc(ctx);
+	idx = ctx->mrs_live < ctx->max_mr ? mr_slot_alloc(ctx) : UINT32_MAX;
 	key = idx == UINT32_MAX ? 0 : new_key(ctx, idx);
 	if (!key) {
 		if (idx < ctx->mrs_hint)

@@ -33,6 +33,8 @@ static int qp_table_insert(struct srn_context *ctx, struct srn_qp *qp)
 {
 	uint32_t used = ctx->qps_used, live = ctx->qps_live, i;
 
+	if (live >= ctx->max_qp)
+		return ENOMEM;       /* max_qp, as a NIC out of QP contexts */
 	/* Rebuild (dropping tombstones) when half full, sized to the live
 	 * QPs so that create/destroy churn does not grow it forever. */
 	if ((used + 1) * 2 > ctx->qps_cap) {

@@ -89,6 +89,7 @@ struct srn_context {
 	uint32_t mrs_cap;            /* slots in mrs[]: 0 or a power of two */
 	uint32_t mrs_hint;           /* every slot below it holds a live MR */
 	uint32_t mrs_live;           /* live MRs in mrs[] */
+	uint32_t max_qp, max_mr;     /* limits of this context (SOFTRNIC_MAX_*) */
 	_Atomic uint32_t mr_gen;     /* bumped by every dereg and rereg (under
 				      * lock): a pointer srn_mr_resolve gave
 				      * stays good while this reads the same */

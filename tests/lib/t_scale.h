@@ -191,7 +191,7 @@ static inline int sc_qps_ping(struct sc_qps *s, int ms)
 {
 	uint8_t *rx = s->buf, *tx = s->buf + (size_t)s->n * SC_MSG;
 	struct ibv_wc wc[64];
-	int done = 0, bad = 0, ok = 0;
+	int done = 0, bad = 0, ok = 0, first = -1;
 	double end = t_now() + ms / 1e3;
 
 	for (int i = 0; i < s->n; i++) {
@@ -221,7 +221,10 @@ static inline int sc_qps_ping(struct sc_qps *s, int ms)
 			int k = ibv_poll_cq(s->cq[c], 64, wc);
 
 			for (int j = 0; j < k; j++)
-				bad += wc[j].status != IBV_WC_SUCCESS;
+				if (wc[j].status != IBV_WC_SUCCESS) {
+					bad++;
+					first = first < 0 ? (int)wc[j].status : first;
+				}
 			done += k > 0 ? k : 0;
 			got += k > 0 ? k : 0;
 		}
@@ -236,8 +239,9 @@ static inline int sc_qps_ping(struct sc_qps *s, int ms)
 		ok += same;
 	}
 	if (bad || done != 2 * s->n)
-		fprintf(stderr, "sc_qps_ping: %d of %d completions, %d failed\n", done, 2 * s->n,
-			bad);
+		fprintf(stderr, "sc_qps_ping: %d of %d completions, %d failed (first: %s)\n",
+			done, 2 * s->n, bad,
+			first < 0 ? "none" : ibv_wc_status_str((enum ibv_wc_status)first));
 	return bad || done != 2 * s->n ? 0 : ok;
 }
 
