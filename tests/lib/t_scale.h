@@ -191,7 +191,7 @@ static inline int sc_qps_ping(struct sc_qps *s, int ms)
 {
 	uint8_t *rx = s->buf, *tx = s->buf + (size_t)s->n * SC_MSG;
 	struct ibv_wc wc[64];
-	int done = 0, bad = 0, ok = 0, first = -1;
+	int done = 0, unposted = 0, bad = 0, ok = 0, first = -1;
 	double end = t_now() + ms / 1e3;
 
 	for (int i = 0; i < s->n; i++) {
@@ -203,7 +203,7 @@ static inline int sc_qps_ping(struct sc_qps *s, int ms)
 		for (int k = 0; k < SC_MSG; k++)
 			tx[(size_t)i * SC_MSG + (size_t)k] = (uint8_t)(i * 7 + k + 1);
 		if (ibv_post_recv(s->qp[i], &wr, &b))
-			bad++;
+			unposted++;
 	}
 	for (int i = 0; i < s->n; i++) {
 		struct ibv_sge sge = { (uintptr_t)(tx + (size_t)i * SC_MSG), SC_MSG, s->mr->lkey };
@@ -212,9 +212,9 @@ static inline int sc_qps_ping(struct sc_qps *s, int ms)
 		struct ibv_send_wr *b;
 
 		if (ibv_post_send(s->qp[i], &wr, &b))
-			bad++;
+			unposted++;
 	}
-	while (done + bad < 2 * s->n && t_now() < end) {
+	while (done < 2 * s->n - unposted && t_now() < end) {
 		int got = 0;
 
 		for (int c = 0; c < s->ncq; c++) {
@@ -239,9 +239,9 @@ static inline int sc_qps_ping(struct sc_qps *s, int ms)
 		ok += same;
 	}
 	if (bad || done != 2 * s->n)
-		fprintf(stderr, "sc_qps_ping: %d of %d completions, %d failed (first: %s)\n",
-			done, 2 * s->n, bad,
-			first < 0 ? "none" : ibv_wc_status_str((enum ibv_wc_status)first));
+		fprintf(stderr, "sc_qps_ping: %d of %d completions, %d failed (first: %s), "
+			"%d not posted\n", done, 2 * s->n, bad,
+			first < 0 ? "none" : ibv_wc_status_str((enum ibv_wc_status)first), unposted);
 	return bad || done != 2 * s->n ? 0 : ok;
 }
 
