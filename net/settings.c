@@ -56,6 +56,11 @@ const struct srn_setting srn_settings[SRN_SET_COUNT] = {
 	[SRN_SET_SELECTIVE_RETX] = { "SOFTRNIC_SELECTIVE_RETX", SRN_KIND_BOOL, 0, 1, NULL, 0, true,
 		"0", "1: RC QPs connected out of band resend only what their peer lost "
 		"(every peer must be softrnic; rdma_cm and ibv_set_ece negotiate it per QP)" },
+	/* the upper bounds are SRN_MAX_QP and SRN_MAX_MR (verbs/srn.h) */
+	[SRN_SET_MAX_QP] = { "SOFTRNIC_MAX_QP", SRN_KIND_INT, 1, 65536, NULL, 65536, true,
+		"65536", "QPs one opened device may hold (max_qp); more fail with ENOMEM" },
+	[SRN_SET_MAX_MR] = { "SOFTRNIC_MAX_MR", SRN_KIND_INT, 1, 1L << 20, NULL, 1L << 20, true,
+		"1048576", "MRs one opened device may hold (max_mr); more fail with ENOMEM" },
 };
 
 static int parse_bool(const char *t, long *val)

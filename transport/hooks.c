@@ -66,8 +66,10 @@ int srn_transport_qp_create(struct srn_qp *qp)
 		rc->remote_counted = true;
 		atomic_fetch_add(&eng->remote_qps, 1);
 	}
-	rc->replay_n = 1;
-	rc->replay = calloc(SRN_MAX_RD_ATOM, sizeof(*rc->replay));
+	/* grown to max_dest_rd_atomic at modify_qp (replay_fit): 128
+	 * entries for every QP were 3 KiB of its ~13 */
+	rc->replay_n = rc->replay_cap = 1;
+	rc->replay = calloc(1, sizeof(*rc->replay));
 	if (!rc->replay) {
 		free(rc);
 		return ENOMEM;
@@ -176,6 +178,26 @@ void rc_resolve_path(struct srn_rc_state *rc)
 		srn_dbg(eng, "qp %u: destination family differs from the device's", rc->qpn);
 }
 
+/* Room in the replay cache for replay_n entries (qp->lock held, so no
+ * responder reads it meanwhile); kept entries stay.  Out of memory: the
+ * cache keeps the size it has. */
+static void replay_fit(struct srn_rc_state *rc)
+{
+	struct rc_replay *r;
+
+	if (rc->replay_n <= rc->replay_cap)
+		return;
+	r = calloc(rc->replay_n, sizeof(*r));
+	if (!r) {
+		rc->replay_n = rc->replay_cap;
+		return;
+	}
+	memcpy(r, rc->replay, rc->replay_cap * sizeof(*r));
+	free(rc->replay);
+	rc->replay = r;
+	rc->replay_cap = rc->replay_n;
+}
+
 static void load_attrs(struct srn_rc_state *rc, int mask)
 {
 	const struct ibv_qp_attr *a = &rc->qp->a.attr;
@@ -195,6 +217,7 @@ static void load_attrs(struct srn_rc_state *rc, int mask)
 	rc->replay_n = a->max_dest_rd_atomic ? a->max_dest_rd_atomic : 1;
 	if (rc->replay_n > SRN_MAX_RD_ATOM)
 		rc->replay_n = SRN_MAX_RD_ATOM;
+	replay_fit(rc);
 	rc->max_rd = a->max_rd_atomic ? a->max_rd_atomic : 1;
 	/* 4.096 us * 2^timeout; 0 = wait forever (IBTA 9.7.6.1.3).  Below
 	 * ~1 ms spurious retries on a busy 2-core host cost more than
@@ -218,11 +241,13 @@ static void reset_state(struct srn_rc_state *rc)
 {
 	size_t keep = offsetof(struct srn_rc_state, path_ok);
 	struct rc_replay *replay = rc->replay;
+	uint32_t cap = rc->replay_cap;
 
 	/* Everything from path_ok to the counters starts over. */
 	memset((char *)rc + keep, 0, offsetof(struct srn_rc_state, cnt) - keep);
 	rc->replay = replay;
-	memset(replay, 0, SRN_MAX_RD_ATOM * sizeof(*replay));
+	rc->replay_cap = cap;
+	memset(replay, 0, cap * sizeof(*replay));
 	rc->pmtu = 1024;
 	if (rc->type == IBV_QPT_UD)
 		rc->pmtu = 128u << srn_dev_active_mtu(rc->qp->ctx->dev);

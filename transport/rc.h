@@ -169,8 +169,8 @@ struct srn_rc_state {
 	uint8_t *rwqe_base;          /* its one SGE, resolved (rc_sge_map_cached) */
 	uint32_t rwqe_gen;
 	bool rwqe_have;              /* rwqe holds one */
-	struct rc_replay *replay;    /* max_dest_rd_atomic entries */
-	uint32_t replay_n, replay_next;
+	struct rc_replay *replay;    /* replay_cap entries, replay_n in use */
+	uint32_t replay_n, replay_next, replay_cap;
 	/* responder: an ACK owed but held back (responder.c, "Deferred
 	 * ACKs"): for ack_psn, first owed for ack_first, due by ack_due */
 	bool ack_pending;

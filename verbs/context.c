@@ -6,6 +6,7 @@
 #include "verbs/device.h"
 #include "verbs/export.h"
 #include "verbs/mr_dir.h"
+#include "net/settings.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +52,8 @@ SRN_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	do
 		ctx->mrdir_nonce = random_seed();
 	while (ctx->mrdir_nonce == 0);
+	ctx->max_qp = (uint32_t)srn_setting(SRN_SET_MAX_QP, NULL);
+	ctx->max_mr = (uint32_t)srn_setting(SRN_SET_MAX_MR, NULL);
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->notify_lock, NULL);
 	atomic_init(&ctx->num_objects, 0);

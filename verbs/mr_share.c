@@ -81,6 +81,7 @@
  *   ranges registered with userfaultfd or madvise flags lose them too.
  */
 #include "verbs/mr_share.h"
+#include "verbs/span_set.h"
 #include "net/mode.h"
 #include "net/settings.h"
 
@@ -133,21 +134,20 @@ static void vm_madvise(void *p, size_t n, int advice)
 #define PAGEMAP_SWAPPED (1ull << 62)
 
 struct srn_mr_share {
-	struct srn_mr_share *next;   /* in the process-wide list */
 	uintptr_t start;             /* page-aligned */
 	size_t len;                  /* bytes, whole pages */
 	uint64_t off;                /* where start is in the memfd */
 	uint64_t ino;                /* that memfd's st_ino (share_ino then) */
 	unsigned int refs;           /* MRs using it */
 	bool detached;               /* fork child: no longer shared, not
-				      * in the list; freed by the last put */
+				      * in the set; freed by the last put */
 };
 
 /* Guards everything below and every backing's fields; held across a
  * whole re-back or restore, and by fork() (atfork handlers). */
 static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct srn_mr_share *share_list;
-static unsigned int share_count; /* backings in share_list */
+static struct srn_span_set share_set; /* every live backing, by address */
+static unsigned int share_count; /* backings in share_set */
 /* One memfd for the whole process (one descriptor however many MRs;
  * applications run with 1024 by default), of a fixed sparse size so that
  * a peer can map it whole, once.  Each backing gets a window of it; a
@@ -159,6 +159,7 @@ static int share_fd = -1;
 static uint64_t share_ino;       /* st_ino of share_fd */
 static uint64_t share_dev;       /* st_dev of share_fd */
 static uint64_t share_next;      /* next window, bump allocated */
+static bool share_wrapped;       /* share_next went back to 0 once */
 static pthread_once_t share_once = PTHREAD_ONCE_INIT;
 static size_t share_max;         /* bytes; SIZE_MAX: no limit */
 static bool share_debug;
@@ -642,22 +643,19 @@ static void atfork_parent(void)
  * the parent's memfd (a registration in the child makes its own). */
 static void atfork_child(void)
 {
-	struct srn_mr_share *b = share_list;
-
 	if (maps_fd >= 0)
 		close(maps_fd);
 	maps_fd = -1;
-	while (b) {
-		struct srn_mr_share *next = b->next;
+	for (size_t i = 0; i < share_set.n; i++) {
+		struct srn_mr_share *b = share_set.v[i].obj;
 
 		if (backing_reachable(b) && range_is_backed(b, b->start, b->start + b->len))
 			restore_anon(b);
 		b->detached = true;
-		b->next = NULL;
-		b = next;
 	}
-	share_list = NULL;
+	srn_span_clear(&share_set);
 	share_count = 0;
+	share_wrapped = false;
 	if (share_fd_ours())
 		close(share_fd);
 	share_fd = -1;
@@ -679,20 +677,24 @@ static void share_init(void)
 /* ---- API -------------------------------------------------------------- */
 
 /* First offset >= from where len bytes overlap no live window, or
- * UINT64_MAX.  O(n^2) in backings, but only once the bump allocator has
- * wrapped (after SHARE_FILE_SIZE bytes of registrations). */
+ * UINT64_MAX.  Until the bump allocator first wraps (after SHARE_FILE_SIZE
+ * bytes of registrations) every live window lies below share_next, so
+ * from there on is free: O(1).  After, O(n^2) in backings. */
 static uint64_t window_gap(uint64_t from, size_t len)
 {
 	uint64_t c = from;
-	bool moved = true;
+	bool moved = !(from == share_next && !share_wrapped);
 
 	while (moved && c + len <= SHARE_FILE_SIZE) {
 		moved = false;
-		for (struct srn_mr_share *b = share_list; b; b = b->next)
+		for (size_t i = 0; i < share_set.n; i++) {
+			const struct srn_mr_share *b = share_set.v[i].obj;
+
 			if (c < b->off + b->len && b->off < c + len) {
 				c = b->off + b->len;
 				moved = true;
 			}
+		}
 	}
 	return c + len <= SHARE_FILE_SIZE ? c : UINT64_MAX;
 }
@@ -724,8 +726,10 @@ static int window_alloc(size_t len, uint64_t *off)
 		share_next = 0;
 	}
 	o = window_gap(share_next, len);
-	if (o == UINT64_MAX)
+	if (o == UINT64_MAX) {
+		share_wrapped = true;
 		o = window_gap(0, len);
+	}
 	if (o == UINT64_MAX)
 		return -ENOSPC;
 	*off = o;
@@ -778,8 +782,13 @@ static struct srn_mr_share *share_create(uintptr_t start, uintptr_t end)
 	}
 	populate(start, len, b->off);
 	b->refs = 1;
-	b->next = share_list;
-	share_list = b;
+	if (srn_span_add(&share_set, start, end, b)) {
+		/* cannot be found again: give the range back unshared */
+		if (!restore_anon(b))
+			punch(b);
+		free(b);
+		return NULL;
+	}
 	share_count++;
 	share_log("%#lx+%zu: backed by memfd %d at %#llx", (unsigned long)start, len, share_fd,
 		  (unsigned long long)b->off);
@@ -800,16 +809,18 @@ static bool backing_clip(const struct srn_mr_share *b, uintptr_t *lo, uintptr_t 
  * *overlap is set when some backing holds part of it. */
 static struct srn_mr_share *backing_of(uintptr_t start, uintptr_t end, bool *overlap)
 {
+	size_t i = srn_span_first_after(&share_set, start);
 	struct srn_mr_share *b;
 
+	/* backings are disjoint: only the first one ending after start can
+	 * hold the whole range; any that begins before end overlaps it */
 	*overlap = false;
-	for (b = share_list; b; b = b->next) {
-		if (end <= b->start || start >= b->start + b->len)
-			continue;
-		if (start >= b->start && end <= b->start + b->len)
-			return b;
-		*overlap = true;
-	}
+	if (i == share_set.n || share_set.v[i].lo >= end)
+		return NULL;
+	b = share_set.v[i].obj;
+	if (start >= b->start && end <= b->start + b->len)
+		return b;
+	*overlap = true;
 	return NULL;
 }
 
@@ -864,7 +875,6 @@ struct srn_mr_share *srn_mr_share_get(void *addr, size_t len)
 
 void srn_mr_share_put(struct srn_mr_share *s)
 {
-	struct srn_mr_share **pp;
 	int err;
 
 	if (!s)
@@ -875,12 +885,8 @@ void srn_mr_share_put(struct srn_mr_share *s)
 		return;
 	}
 	if (!s->detached) {
-		for (pp = &share_list; *pp; pp = &(*pp)->next)
-			if (*pp == s) {
-				*pp = s->next;
-				share_count--;
-				break;
-			}
+		srn_span_del(&share_set, s->start);
+		share_count--;
 		/* The window is freed only when nothing of ours maps it any
 		 * more: a range partly unmapped keeps the rest (leaked until
 		 * exit, rather than zeroed under the application). */

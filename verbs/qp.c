@@ -27,15 +27,14 @@ static uint32_t qpn_hash(uint32_t qpn, uint32_t cap)
 	return (qpn * 2654435761u) & (cap - 1);
 }
 
-/* ctx->lock held.  O(cap) when growing: QP creation is a slow path. */
+/* ctx->lock held.  O(1), O(cap) when rebuilding (counted, not walked:
+ * a walk per create made 10k QPs quadratic). */
 static int qp_table_insert(struct srn_context *ctx, struct srn_qp *qp)
 {
-	uint32_t used = 0, live = 0, i;
+	uint32_t used = ctx->qps_used, live = ctx->qps_live, i;
 
-	for (i = 0; i < ctx->qps_cap; i++) {
-		used += ctx->qps[i] != NULL;
-		live += ctx->qps[i] && ctx->qps[i] != QP_TOMB;
-	}
+	if (live >= ctx->max_qp)
+		return ENOMEM;       /* max_qp, as a NIC out of QP contexts */
 	/* Rebuild (dropping tombstones) when half full, sized to the live
 	 * QPs so that create/destroy churn does not grow it forever. */
 	if ((used + 1) * 2 > ctx->qps_cap) {
@@ -58,10 +57,13 @@ static int qp_table_insert(struct srn_context *ctx, struct srn_qp *qp)
 			}
 		}
 		free(old);
+		ctx->qps_used = live;
 	}
 	i = qpn_hash(qp->ex.qp_base.qp_num, ctx->qps_cap);
 	while (ctx->qps[i] && ctx->qps[i] != QP_TOMB)
 		i = (i + 1) & (ctx->qps_cap - 1);
+	ctx->qps_used += !ctx->qps[i];
+	ctx->qps_live++;
 	ctx->qps[i] = qp;
 	return 0;
 }
@@ -76,6 +78,7 @@ static void qp_table_remove(struct srn_context *ctx, struct srn_qp *qp)
 	for (n = 0; n < ctx->qps_cap && ctx->qps[i]; n++) {
 		if (ctx->qps[i] == qp) {
 			ctx->qps[i] = QP_TOMB;
+			ctx->qps_live--;
 			return;
 		}
 		i = (i + 1) & (ctx->qps_cap - 1);

@@ -91,11 +91,16 @@ struct srn_context {
 	pthread_mutex_t lock;        /* guards the object tables below */
 	struct srn_mr **mrs;         /* MR table: slot key & (mrs_cap - 1) */
 	uint32_t mrs_cap;            /* slots in mrs[]: 0 or a power of two */
+	uint32_t mrs_hint;           /* every slot below it holds a live MR */
+	uint32_t mrs_live;           /* live MRs in mrs[] */
+	uint32_t max_qp, max_mr;     /* limits of this context (SOFTRNIC_MAX_*) */
 	_Atomic uint32_t mr_gen;     /* bumped by every dereg and rereg (under
 				      * lock): a pointer srn_mr_resolve gave
 				      * stays good while this reads the same */
 	struct srn_qp **qps;         /* local QPs, open-addressed by QPN */
 	uint32_t qps_cap;            /* slots in qps[] (power of two) */
+	uint32_t qps_used;           /* slots of qps[] not NULL (QPs + tombstones) */
+	uint32_t qps_live;           /* QPs in qps[] */
 	atomic_uint num_objects;     /* live PDs, MRs, CQs, QPs... (leak check) */
 	uint32_t mrdir_nonce;        /* names this context's MR directory
 				      * (verbs/mr_dir.h); random, never 0 */
