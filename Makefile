@@ -20,7 +20,7 @@ TEST_PKGS += nftables ethtool
 DEMO_PKGS =
 BENCH_PKGS = iperf3 gnuplot-nox ucx-utils libfabric-bin
 
-.PHONY: all build deps deps-test deps-bench configure demo check bench bench-flows fault-bench fuzz clean \
+.PHONY: all build deps deps-test deps-bench configure demo check bench bench-flows bench-scale fault-bench fuzz clean \
 	sanitize sanitize-asan sanitize-tsan \
 	install uninstall deb
 
@@ -59,6 +59,12 @@ bench: deps-bench
 bench-flows: deps-bench
 	@$(MAKE) --no-print-directory build
 	@SRN_BUILD=$(abspath $(BUILD)) bash bench/flows.sh
+
+# Memory and time per QP and per MR at 10k QPs and 100k MRs, and 8/32
+# processes sharing a device, both paths (docs/scale.md).
+bench-scale: deps-bench
+	@$(MAKE) --no-print-directory build
+	@SRN_BUILD=$(abspath $(BUILD)) bench/scale.sh
 
 # The fault tests' long mode: 256 MiB per case, one table of rates and counters (root).
 fault-bench: deps-test
