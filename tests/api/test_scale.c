@@ -130,7 +130,12 @@ static void many(void)
 	T_OK(m1.shm_files == m0.shm_files && sc_shm_own_files() == own0,
 	     "/dev/shm files back to the start: %d -> %d held, %d -> %d named for us",
 	     m0.shm_files, m1.shm_files, own0, sc_shm_own_files());
+#ifdef __SANITIZE_ADDRESS__
+	/* (ASan's allocator maps memory of its own as the test goes) */
+	printf("VMAs: %d -> %d (not checked under ASan)\n", m0.maps, m1.maps);
+#else
 	T_OK(m1.maps <= m0.maps + 8, "VMAs back to the start: %d -> %d", m0.maps, m1.maps);
+#endif
 }
 
 /* Past the (lowered) limits: ENOMEM, and room again after a destroy. */
