@@ -461,7 +461,13 @@ int srn_engine_rx_batch(struct srn_engine *eng)
 }
 
 /* This thread is an engine thread (engine_main). */
-static __thread bool in_engine_thread;
+/* The engine this thread runs, if it is an engine thread. */
+static __thread const struct srn_engine *thread_engine;
+
+bool srn_engine_on_thread(const struct srn_engine *eng)
+{
+	return thread_engine == eng;
+}
 
 /* The engine whose batch-end ACKs this thread still owes (a full batch
  * skipped them: more packets were waiting). */
@@ -540,7 +546,7 @@ static int rx_sock(struct srn_engine *eng, int vlen)
 	 * probe or a stray one waits for the engine thread).  A plain load
 	 * when there is none, no system call. */
 	if (__builtin_expect(eng->roce.fd >= 0, 0) &&
-	    (in_engine_thread || atomic_load_explicit(&eng->remote_qps, memory_order_relaxed) > 0)) {
+	    (thread_engine == eng || atomic_load_explicit(&eng->remote_qps, memory_order_relaxed) > 0)) {
 		int r = rx_sock_read(eng, &eng->roce, vlen, &h);
 
 		full = full || r == ENGINE_SOCK_BATCH;
@@ -1294,7 +1300,7 @@ static void *engine_main(void *arg)
 	bool nice_set;
 	long nice_val = srn_setting(SRN_SET_ENGINE_NICE, &nice_set);
 
-	in_engine_thread = true;
+	thread_engine = eng;
 	if (nice_set && setpriority(PRIO_PROCESS, (id_t)gettid(), (int)nice_val) < 0)
 		srn_dbg(eng, "SOFTRNIC_ENGINE_NICE=%ld: %s", nice_val, strerror(errno));
 	engine_sched(eng);

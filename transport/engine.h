@@ -202,6 +202,8 @@ void srn_engine_rx_done(struct srn_engine *eng);
 /* Run the QP timers (completer_timer) if the earliest deadline passed.
  * Any thread, no lock held. */
 void srn_engine_run_qp_timers(struct srn_engine *eng, uint64_t now);
+/* True on eng's own engine thread (from its first instruction on). */
+bool srn_engine_on_thread(const struct srn_engine *eng);
 
 /* Table of this context's QPs. */
 int srn_engine_add_qp(struct srn_engine *eng, struct srn_rc_state *rc);

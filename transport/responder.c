@@ -140,10 +140,6 @@ static struct ack_list *ack_list(void)
 	return al;
 }
 
-static bool on_engine_thread(const struct srn_engine *eng)
-{
-	return eng->thread_running && pthread_equal(pthread_self(), eng->thread);
-}
 
 /* Send the held-back ACK; a QP that left the receiving states (error,
  * reset) owes nothing any more. */
@@ -191,7 +187,7 @@ static void ack_later(struct srn_rc_state *rc, uint32_t psn)
 		al->n++;
 		rc->ack_pending = true;
 		rc->ack_first = psn;
-		if (on_engine_thread(rc->eng)) {
+		if (srn_engine_on_thread(rc->eng)) {
 			rc->ack_due = srn_now_ns() + RESP_ACK_DEFER_NS;
 		} else {
 			/* An application thread receives only in
@@ -228,7 +224,7 @@ static void ack_later(struct srn_rc_state *rc, uint32_t psn)
 void responder_rx_batch_end(struct srn_engine *eng)
 {
 	struct ack_list *al = ack_list();
-	bool all = on_engine_thread(eng);
+	bool all = srn_engine_on_thread(eng);
 	int keep = 0;
 
 	rc_tx_batch_begin();
