@@ -556,9 +556,11 @@ static int rx_sock(struct srn_engine *eng, int vlen)
 		else if (full)
 			n = ENGINE_SOCK_BATCH;
 	}
-	rx_end(eng, &h);
-	if (n > 0)
+	/* RoCE packets make the socket busy; a census probe or a doorbell
+	 * (zero length: the inbox has data) does not (srn_engine_sock_quiet) */
+	if (h.pkts)
 		atomic_store_explicit(&eng->sock_rx_ns, net_coarse_ns(), memory_order_relaxed);
+	rx_end(eng, &h);
 	/* ACKs held back in the batch; after a full one, with the next, but
 	 * not for ever: under a stream that keeps every batch full, a QP
 	 * whose last packets are in it waits for its ACK (one stopped by the
