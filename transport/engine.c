@@ -838,7 +838,8 @@ static uint64_t defer_max_ns(struct srn_engine *eng)
 		return ENGINE_DEFER_MAX_SHM_NS;
 	pthread_mutex_lock(&eng->qps_lock);
 	for (uint32_t i = 0; i < eng->n_all; i++) {
-		uint64_t t = eng->all[i]->timeout_ns; /* 0: waits for ever */
+		/* 0: waits for ever; a hint, read without the QP's lock */
+		uint64_t t = __atomic_load_n(&eng->all[i]->timeout_ns, __ATOMIC_RELAXED);
 
 		if (t && t / 2 < max)
 			max = t / 2;

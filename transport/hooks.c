@@ -222,12 +222,13 @@ static void load_attrs(struct srn_rc_state *rc, int mask)
 	/* 4.096 us * 2^timeout; 0 = wait forever (IBTA 9.7.6.1.3).  Below
 	 * ~1 ms spurious retries on a busy 2-core host cost more than
 	 * they save: clamp. */
-	if (a->timeout) {
-		rc->timeout_ns = 4096ull << (a->timeout > 31 ? 31 : a->timeout);
-		if (rc->timeout_ns < 1000000)
-			rc->timeout_ns = 1000000;
-	} else {
-		rc->timeout_ns = 0;
+	{
+		uint64_t t = a->timeout ? 4096ull << (a->timeout > 31 ? 31 : a->timeout) : 0;
+
+		if (t && t < 1000000)
+			t = 1000000;
+		/* (the engine's defer_max_ns reads it without the QP's lock) */
+		__atomic_store_n(&rc->timeout_ns, t, __ATOMIC_RELAXED);
 	}
 	if (mask & IBV_QP_RETRY_CNT)
 		rc->retry_cnt = rc->retry_left = a->retry_cnt & 7;

@@ -27,15 +27,20 @@
 #include "tests/lib/t_verbs.h"
 
 /* RC QP looped back to itself on GID 0 of port 1. */
-static int connect_self(struct ibv_qp *qp, struct ibv_context *ctx)
+static int connect_self_at(struct ibv_qp *qp, struct ibv_context *ctx, uint32_t psn)
 {
 	struct t_rc_attr r = { .access = IBV_ACCESS_REMOTE_WRITE, .dest_qpn = qp->qp_num,
 			       .hop_limit = 64, .min_rnr_timer = 12, .rd_atomic = 1,
-			       .timeout = 14 };
+			       .timeout = 14, .psn = psn };
 
 	if (ibv_query_gid(ctx, 1, 0, &r.dgid))
 		return -1;
 	return t_qp_rc_connect(qp, &r) ? -1 : 0;
+}
+
+static int connect_self(struct ibv_qp *qp, struct ibv_context *ctx)
+{
+	return connect_self_at(qp, ctx, 0);
 }
 
 struct waiter {
@@ -331,9 +336,14 @@ static void t_unread_events(struct ibv_context *ctx)
 		n++;
 		while (ibv_poll_cq(cq, 1, &wc) > 0)
 			;
-		if (ibv_modify_qp(qp, &reset, IBV_QP_STATE) || connect_self(qp, ctx) ||
-		    ibv_post_send(qp, &wr, &bad))
+		/* a PSN per round: a late copy of the last round's WRITE is
+		 * then a duplicate, not a new request to refuse */
+		if (ibv_modify_qp(qp, &reset, IBV_QP_STATE) ||
+		    connect_self_at(qp, ctx, ((uint32_t)n * 4096) & 0xffffff) ||
+		    ibv_post_send(qp, &wr, &bad)) {
+			printf("round %d: reset, reconnect or post failed\n", n);
 			break;
+		}
 	}
 	T_OK(n >= 4300 && errs == n, "%d refused WRITEs, %d error completions, events unread (%.1f s)",
 	     n, errs, t_now() - t0);

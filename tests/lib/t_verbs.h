@@ -82,6 +82,7 @@ struct t_rc_attr {
 	uint8_t min_rnr_timer;       /* (RTR) */
 	uint8_t rd_atomic;           /* max_dest_rd_atomic (RTR), max_rd_atomic (RTS) */
 	uint8_t timeout;             /* local ACK timeout (RTS) */
+	uint32_t psn;                /* rq_psn (RTR) and sq_psn (RTS) */
 };
 
 /* RESET -> INIT; returns ibv_modify_qp's result. */
@@ -99,7 +100,7 @@ static inline int t_qp_rc_rtr(struct ibv_qp *qp, const struct t_rc_attr *r)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-		.dest_qp_num = r->dest_qpn, .rq_psn = 0,
+		.dest_qp_num = r->dest_qpn, .rq_psn = r->psn,
 		.max_dest_rd_atomic = r->rd_atomic, .min_rnr_timer = r->min_rnr_timer,
 		.ah_attr = { .is_global = 1, .port_num = 1,
 			     .grh = { .dgid = r->dgid, .hop_limit = r->hop_limit } },
@@ -113,7 +114,7 @@ static inline int t_qp_rc_rtr(struct ibv_qp *qp, const struct t_rc_attr *r)
 /* RTR -> RTS. */
 static inline int t_qp_rc_rts(struct ibv_qp *qp, const struct t_rc_attr *r)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .sq_psn = 0, .timeout = r->timeout,
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .sq_psn = r->psn, .timeout = r->timeout,
 				 .retry_cnt = 7, .rnr_retry = 7,
 				 .max_rd_atomic = r->rd_atomic };
 
