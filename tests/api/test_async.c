@@ -201,14 +201,9 @@ static int qp_event(struct ibv_context *ctx, struct ibv_qp *qp, struct ibv_async
 
 /* A WRITE with a wrong rkey to itself: the QP's responder raises an
  * access error event on it.  The QP, or NULL (skip). */
-static struct ibv_qp *faulted_qp(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq,
-				 struct ibv_mr *mr)
+/* A signalled 8-byte WRITE to mr with a wrong rkey; ibv_post_send's result. */
+static int post_faulted_write(struct ibv_qp *qp, struct ibv_mr *mr)
 {
-	struct ibv_qp_init_attr qa = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
 	struct ibv_sge sge = { .addr = mr->addr ? (uintptr_t)mr->addr : 0, .length = 8,
 			       .lkey = mr->lkey };
 	struct ibv_send_wr wr = {
@@ -217,7 +212,19 @@ static struct ibv_qp *faulted_qp(struct ibv_context *ctx, struct ibv_pd *pd, str
 		.wr.rdma = { .remote_addr = (uintptr_t)mr->addr, .rkey = mr->rkey ^ 0x5a5a00 },
 	}, *bad;
 
-	if (qp && (connect_self(qp, ctx) || ibv_post_send(qp, &wr, &bad))) {
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static struct ibv_qp *faulted_qp(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq,
+				 struct ibv_mr *mr)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
+
+	if (qp && (connect_self(qp, ctx) || post_faulted_write(qp, mr))) {
 		ibv_destroy_qp(qp);
 		qp = NULL;
 	}
@@ -319,18 +326,8 @@ static void t_unread_events(struct ibv_context *ctx)
 	/* each round: the faulted WRITE's error completion, then again */
 	while (n < 4300 && t_now() - t0 < 60) {
 		struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
-		struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
-		struct ibv_send_wr wr = {
-			.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
-			.send_flags = IBV_SEND_SIGNALED,
-			.wr.rdma = { .remote_addr = (uintptr_t)buf, .rkey = mr->rkey ^ 0x5a5a00 },
-		}, *bad;
-		double tw = t_now();
-		int got = 0;
 
-		while (!got && t_now() - tw < 5)
-			got = ibv_poll_cq(cq, 1, &wc);
-		if (got != 1)
+		if (t_poll_cq(cq, &wc, 1, 5000) != 1)
 			break;
 		errs += wc.status != IBV_WC_SUCCESS;
 		n++;
@@ -340,7 +337,7 @@ static void t_unread_events(struct ibv_context *ctx)
 		 * then a duplicate, not a new request to refuse */
 		if (ibv_modify_qp(qp, &reset, IBV_QP_STATE) ||
 		    connect_self_at(qp, ctx, ((uint32_t)n * 4096) & 0xffffff) ||
-		    ibv_post_send(qp, &wr, &bad)) {
+		    post_faulted_write(qp, mr)) {
 			printf("round %d: reset, reconnect or post failed\n", n);
 			break;
 		}
