@@ -57,11 +57,14 @@ void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
 	}
 	if (atomic_fetch_add(&lines, 1) >= 200)
 		return;
+	/* one write per line: the application may print to stderr too */
+	char line[512];
+	int n = snprintf(line, sizeof(line), "softrnic[%d]: ", (int)getpid());
+
 	va_start(ap, fmt);
-	fprintf(stderr, "softrnic[%d]: ", (int)getpid());
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
+	fprintf(stderr, "%s\n", line);
 }
 
 /* Program the timerfd for at_ns unless it fires earlier already
