@@ -19,6 +19,21 @@ styles() { # DAT -> "colour-index ..." for its series, by name
 		echo "$names" | grep -nxF -- "$n" | cut -d: -f1
 	done | tr '\n' ' '
 }
+# panel LEFT RIGHT TITLE YLABEL DAT: one plot, between LEFT and RIGHT
+# (screen fractions), its legend centred below it.
+panel() {
+	local st; st=$(styles "$5")
+	cat <<EOF3
+set lmargin at screen $1
+set rmargin at screen $2
+set key at screen $(awk -v l="$1" -v r="$2" 'BEGIN { print (l + r) / 2 }'), 0.15 center center
+set title "$3"
+set ylabel "$4"
+plot for [i=2:$(ncols "$5")] "$5" using 1:i with linespoints lw 2 ps 1.2 \\
+	pt int(word("$st", i-1)) lc rgb word(colors, int(word("$st", i-1))) \\
+	dt int(word("$(dashes "$5")", i-1))
+EOF3
+}
 cat >"$gp" <<EOF2
 set terminal pngcairo size 1600,900 font ",11"
 set output "$png.tmp"
@@ -39,22 +54,8 @@ set tmargin at screen 0.90
 set bmargin at screen 0.31
 set key horizontal maxrows 3 autotitle columnhead spacing 1.3 width 2 box opaque
 set multiplot title "softrnic vs baselines${sub:+, $sub}   (dashed: SOFTRNIC_TRANSPORT=udp)"
-set lmargin at screen 0.06
-set rmargin at screen 0.48
-set key at screen 0.27, 0.15 center center
-set title "bandwidth vs message size"
-set ylabel "GB/s"
-bst = "$(styles "$bw")"
-plot for [i=2:$(ncols "$bw")] "$bw" using 1:i with linespoints lw 2 ps 1.2 \\
-	pt int(word(bst, i-1)) lc rgb word(colors, int(word(bst, i-1))) dt int(word("$(dashes "$bw")", i-1))
-set lmargin at screen 0.56
-set rmargin at screen 0.98
-set key at screen 0.77, 0.15 center center
-set title "latency vs message size (one way)"
-set ylabel "us"
-lst = "$(styles "$lat")"
-plot for [i=2:$(ncols "$lat")] "$lat" using 1:i with linespoints lw 2 ps 1.2 \\
-	pt int(word(lst, i-1)) lc rgb word(colors, int(word(lst, i-1))) dt int(word("$(dashes "$lat")", i-1))
+$(panel 0.06 0.48 "bandwidth vs message size" "GB/s" "$bw")
+$(panel 0.56 0.98 "latency vs message size (one way)" "us" "$lat")
 unset multiplot
 EOF2
 if gnuplot "$gp" >"$png.log" 2>&1 && [ -s "$png.tmp" ]; then
