@@ -21,6 +21,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "ex_common.h"
+
 #define BUF_SIZE (4u << 20)
 #define TIMEOUT_SEC 20
 
@@ -55,14 +57,6 @@ static double now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-/* What each side tells the other. */
-struct peer_info {
-	uint32_t qpn;
-	uint32_t psn;
-	uint32_t rkey;
-	uint64_t addr;
-	union ibv_gid gid;
-};
 
 struct side {
 	struct ibv_context *ctx;
@@ -71,7 +65,7 @@ struct side {
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	uint8_t *buf;
-	struct peer_info me, peer;
+	struct ex_peer_info me, peer; /* what each side tells the other */
 	int sock;
 };
 
@@ -228,28 +222,10 @@ static void connect_qp(struct side *s)
 	xfer(s->sock, &s->me, &s->peer, sizeof(s->me));
 	step("exchanged QP info: peer QPN %u PSN %u", s->peer.qpn, s->peer.psn);
 
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_4096,
-		.dest_qp_num = s->peer.qpn, .rq_psn = s->peer.psn,
-		.max_dest_rd_atomic = 16, .min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = s->peer.gid, .sgid_index = 0, .hop_limit = 64 } },
-	};
-	int err = ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	const char *what;
+	int err = ex_qp_connect(s->qp, &s->me, &s->peer, IBV_MTU_4096, 16, &what);
 	if (err)
-		die("ibv_modify_qp RTR", err);
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = s->me.psn;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 16;
-	err = ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-	if (err)
-		die("ibv_modify_qp RTS", err);
+		die(what, err);
 	step("connected: INIT -> RTR -> RTS");
 }
 

@@ -195,6 +195,42 @@ void ex_sync(struct ex_side *s)
 	swap(s, &a, &b, 1);
 }
 
+int ex_qp_connect(struct ibv_qp *qp, const struct ex_peer_info *me,
+		  const struct ex_peer_info *peer, enum ibv_mtu mtu, uint8_t rd_atomic,
+		  const char **step)
+{
+	/* INIT -> RTR (ready to receive): the peer's address (a GRH with its
+	 * GID: RoCE is routed by IP), QPN and first PSN, and how many READs
+	 * and atomics it may have outstanding at us. */
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = mtu,
+		.dest_qp_num = peer->qpn, .rq_psn = peer->psn,
+		.max_dest_rd_atomic = rd_atomic, .min_rnr_timer = 12,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = peer->gid, .sgid_index = 0, .hop_limit = 64 } },
+	};
+	int err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	*step = "ibv_modify_qp(RTR)";
+	if (err)
+		return err;
+
+	/* RTR -> RTS (ready to send): our first PSN, the ACK timeout
+	 * (4.096 us * 2^14, ~67 ms) and how often to retry before giving up
+	 * with IBV_WC_RETRY_EXC_ERR (or IBV_WC_RNR_RETRY_EXC_ERR when the
+	 * peer had no receive posted; 7 = retry for ever). */
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = me->psn;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = rd_atomic;
+	*step = "ibv_modify_qp(RTS)";
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
 void ex_connect(struct ex_side *s)
 {
 	/* Step 6: out of band, tell the peer who we are. */
@@ -202,36 +238,10 @@ void ex_connect(struct ex_side *s)
 	ex_say(s, "peer: QPN %u, buffer 0x%llx, rkey 0x%x", s->peer.qpn,
 	       (unsigned long long)s->peer.addr, s->peer.rkey);
 
-	/* INIT -> RTR (ready to receive): the peer's address (a GRH with its
-	 * GID: RoCE is routed by IP), QPN and first PSN, and how many READs
-	 * and atomics it may have outstanding at us. */
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-		.dest_qp_num = s->peer.qpn, .rq_psn = s->peer.psn,
-		.max_dest_rd_atomic = 4, .min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = s->peer.gid, .sgid_index = 0, .hop_limit = 64 } },
-	};
-	int err = ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	const char *step;
+	int err = ex_qp_connect(s->qp, &s->me, &s->peer, IBV_MTU_1024, 4, &step);
 	if (err)
-		ex_fail(s, "ibv_modify_qp(RTR): %s", strerror(err));
-
-	/* RTR -> RTS (ready to send): our first PSN, the ACK timeout
-	 * (4.096 us * 2^14, ~67 ms) and how often to retry before giving up
-	 * with IBV_WC_RETRY_EXC_ERR (or IBV_WC_RNR_RETRY_EXC_ERR when the
-	 * peer had no receive posted; 7 = retry for ever). */
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = s->me.psn;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	err = ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-	if (err)
-		ex_fail(s, "ibv_modify_qp(RTS): %s", strerror(err));
+		ex_fail(s, "%s: %s", step, strerror(err));
 	ex_say(s, "QP %u connected to QP %u (state RTS)", s->qp->qp_num, s->peer.qpn);
 }
 

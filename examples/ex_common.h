@@ -62,7 +62,14 @@ void ex_alloc(struct ex_side *s, struct ibv_context *ctx, size_t len, int mr_acc
 /* Opens the device and creates PD, an MR over a LEN-byte buffer with the
  * given access flags, a CQ and an RC QP, moved to INIT. */
 void ex_open(struct ex_side *s, size_t len, int mr_access, int qp_access);
+/* Swaps ex_peer_info with the peer over the socket, then ex_qp_connect. */
 void ex_connect(struct ex_side *s);
+/* INIT -> RTR -> RTS towards PEER (GID index 0, the path MTU given, RD_ATOMIC
+ * READs/atomics in flight each way): 0, or the errno of the step named in
+ * *STEP. */
+int ex_qp_connect(struct ibv_qp *qp, const struct ex_peer_info *me,
+		  const struct ex_peer_info *peer, enum ibv_mtu mtu, uint8_t rd_atomic,
+		  const char **step);
 /* Waits for one completion, which must succeed with opcode WANT. */
 struct ibv_wc ex_wait_wc(struct ex_side *s, enum ibv_wc_opcode want);
 void ex_post_send(struct ex_side *s, struct ibv_send_wr *wr);
