@@ -88,7 +88,7 @@ void cc_sent(struct srn_rc_state *rc, uint32_t psn, uint64_t now)
 static void rtt_sample(struct rc_cc *cc, uint64_t now)
 {
 	uint64_t rtt = now - cc->sample_t, d = cc->delivered - cc->sample_delivered;
-	uint64_t bdp;
+	uint64_t bdp, s;
 
 	cc->sampling = false;
 	if (!rtt)
@@ -103,7 +103,12 @@ static void rtt_sample(struct rc_cc *cc, uint64_t now)
 		cc->epoch_min_ns = 0;
 		cc->epoch_samples = 0;
 	}
-	cc->srtt_ns = cc->srtt_ns ? (7 * cc->srtt_ns + rtt) / 8 : rtt;
+	/* A sample that waited out a gap's repair or a timeout is long:
+	 * fed whole into the ACK timeout and the probe, that made them
+	 * longer, and the stalls they end longer still (seen: no timeout
+	 * for a minute at 10% loss).  Taken at most 2 x the smallest. */
+	s = rtt < 2 * cc->min_rtt_ns ? rtt : 2 * cc->min_rtt_ns;
+	cc->srtt_ns = cc->srtt_ns ? (7 * cc->srtt_ns + s) / 8 : s;
 	bdp = d * cc->min_rtt_ns / rtt;
 	cc->bdp_pkts -= cc->bdp_pkts / 8;
 	if (bdp > cc->bdp_pkts)

@@ -196,6 +196,11 @@ void sr_filled(struct srn_rc_state *rc)
 	if (rc->sr_gap_psn == rc->epsn && rc->sr_gap_t0) {
 		uint64_t s = srn_now_ns() - rc->sr_gap_t0;
 
+		/* at most the interval in force: a gap whose resend was
+		 * lost waited that long more, and fed whole, the interval
+		 * would grow on itself */
+		if (s > renak_ns(rc))
+			s = renak_ns(rc);
 		rc->sr_fill_ns = rc->sr_fill_ns ? (7 * rc->sr_fill_ns + s) / 8 : s;
 	}
 	rc->sr_gap_t0 = 0;
