@@ -250,7 +250,7 @@ bool cc_retx_pause(struct srn_rc_state *rc, uint64_t *pause_ns)
  * NAK the gap or acknowledge again; a few probes, each twice as late,
  * then the ACK timeout as before. */
 enum { CC_PROBE_MAX = 4 };
-#define CC_PROBE_SLACK_NS (500 * 1000ull)
+#define CC_PROBE_SLACK_NS (2 * 1000 * 1000ull)
 
 void cc_probe_arm(struct srn_rc_state *rc, uint64_t now)
 {
