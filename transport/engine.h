@@ -44,7 +44,7 @@
 	X(req_retx_packets) X(comp_nak_seq_stale) X(engine_sock_unparks) \
 	X(poll_sock_reads) X(steer_census) X(steer_programs)              \
 	X(req_retx_bytes) X(req_cwnd) X(cc_cuts) X(req_retx_pauses)        \
-	X(nak_tx) X(nak_rx) X(sr_held) X(sr_overflow) X(sr_resends)
+	X(nak_tx) X(nak_rx) X(sr_held) X(sr_overflow) X(sr_resends) X(req_probes)
 
 enum srn_counter {
 #define SRN_CNT_ENUM(n) SRN_CNT_##n,
