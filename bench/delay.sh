@@ -12,25 +12,28 @@
 # direction against the bytes the client resent, the window, NAKs,
 # timeouts, and the stream's verdict.  Root only.
 #
-#   sudo bench/delay.sh [-n ITERS] [-m STREAM_MIB] [-g] [-r] [-B BASE_BUILD]
+#   sudo bench/delay.sh [-n ITERS] [-m STREAM_MIB] [-g] [-r] [-M MTU] [-B BASE_BUILD]
 #
 # -n: ib_write_bw iterations (4096: 256 MiB); -m: stream size (64 MiB;
 # the 10% case always moves 256 MiB); -g: go-back-N (SR is on by
 # default: SOFTRNIC_SELECTIVE_RETX=1, as two softrnic hosts agree by
 # ECE); -r: the delay cases' jitter reorders (default: in order, -O);
+# -M: the links' MTU (default 1500, where RoCE's path MTU is 1024 and
+# TCP's segments 1448 bytes; 4200 fits a 4096-byte RoCE payload);
 # -B: also every case with the softrnic of another build directory (a
 # build of the commit before a change), right before this one's, so the
 # table holds before and after from one run.
 # Environment: SRN_BUILD (./build); DELAY_CASES, a regex: only the
 # cases whose label matches; DELAY_KEEP, a directory: the logs kept.
 set -u
-ITERS=4096 SMIB=64 SR=1 ORDER=-O BASE=
-while getopts n:m:grB: o; do
+ITERS=4096 SMIB=64 SR=1 ORDER=-O BASE= MTU=
+while getopts n:m:grM:B: o; do
 	case $o in
 	n) ITERS=$OPTARG ;;
 	m) SMIB=$OPTARG ;;
 	g) SR=0 ;;
 	r) ORDER= ;;
+	M) MTU=$OPTARG ;;
 	B) BASE=$(cd "$OPTARG" && pwd) || exit 2 ;;
 	*) exit 2 ;;
 	esac
@@ -41,6 +44,13 @@ export SOFTRNIC_SELECTIVE_RETX=$SR
 . "$(dirname "$0")/../tests/lib/fault.sh"
 t_need ib_write_bw iperf3
 fault_bridged dl 192.168.99 ""
+if [ -n "$MTU" ]; then
+	for i in "$NA vA" "$NB vB" "$NR rA" "$NR rB"; do
+		set -- $i
+		ip -n "$1" link set "$2" mtu "$MTU" || t_skip "MTU $MTU refused"
+	done
+	fault_relay ""
+fi
 ROWS=$T_TMP/rows
 OWN=$SRN_BUILD
 
@@ -125,7 +135,7 @@ both "5 ms +- 1 ms" "$J" "$SMIB"
 both "5 ms +- 1 ms, 1% loss" "$J -l 10" "$SMIB"
 
 echo
-echo "ib_write_bw 64 KiB x $ITERS, SR $([ "$SR" = 1 ] && echo on || echo off);" \
+echo "ib_write_bw 64 KiB x $ITERS, SR $([ "$SR" = 1 ] && echo on || echo off), MTU ${MTU:-1500};" \
 	"bridge (iperf3 TCP through the relay): $BRIDGE MiB/s clean, $BRIDGE_D MiB/s with '$J'"
 echo
 echo "| case | relay | build | MiB/s | / clean | bridge MiB/s | / bridge | lost B | resent B | resent/lost | cwnd at end | NAKs rx/tx | timeouts | probes | stream |"
