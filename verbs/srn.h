@@ -45,6 +45,10 @@ enum srn_limits {
 };
 #define SRN_MAX_MR_SIZE (1ULL << 40)
 #define SRN_MAX_MSG_SIZE (1U << 31) /* 2 GiB, as IBTA's DMA length allows */
+/* Completion timestamps tick in ns: a 1 GHz "core clock" (in kHz). */
+#define SRN_HCA_CORE_CLOCK_KHZ 1000000ULL
+/* Device memory one context may hold (verbs/dm.c): small, as on a NIC. */
+#define SRN_MAX_DM_SIZE (256ULL << 10)
 
 /* ---- device ------------------------------------------------------------ */
 
@@ -183,6 +187,7 @@ struct srn_cq {
 	bool overrun;                /* a completion was lost: CQ in error */
 	atomic_uint users;           /* QPs and SRQs using it (EBUSY) */
 	struct ibv_wc cur;           /* start_poll/next_poll current entry */
+	uint64_t cur_ts;             /* its completion time (CLOCK_MONOTONIC ns) */
 	uint64_t wc_flags;           /* ibv_create_cq_ex wc_flags */
 	uint32_t comp_events_reported; /* events ibv_get_cq_event handed out
 					* (destroy waits until all are acked) */

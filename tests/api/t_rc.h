@@ -64,6 +64,21 @@ static __attribute__((unused)) struct ibv_context *t_open(void)
 
 /* Set: the ends opened next get a completion channel for their CQ. */
 static bool t_with_channel __attribute__((unused));
+/* Nonzero: the ends opened next get an ibv_create_cq_ex CQ with these
+ * wc_flags. */
+static uint64_t t_cq_wc_flags __attribute__((unused));
+
+static __attribute__((unused)) struct ibv_cq *t_cq_open(struct t_end *e)
+{
+	struct ibv_cq_init_attr_ex cx = { .cqe = 4096, .channel = e->ch,
+					  .wc_flags = t_cq_wc_flags };
+	struct ibv_cq_ex *x;
+
+	if (!t_cq_wc_flags)
+		return ibv_create_cq(e->ctx, 4096, NULL, e->ch, 0);
+	x = ibv_create_cq_ex(e->ctx, &cx);
+	return x ? ibv_cq_ex_to_cq(x) : NULL;
+}
 
 /* Context, PD, CQ, registered buffer and a QP of type (RC or UC), in
  * RESET. */
@@ -76,7 +91,7 @@ static __attribute__((unused)) int t_end_open(struct t_end *e, enum ibv_qp_type 
 	e->pd = ibv_alloc_pd(e->ctx);
 	if (t_with_channel && !(e->ch = ibv_create_comp_channel(e->ctx)))
 		return -1;
-	e->cq = ibv_create_cq(e->ctx, 4096, NULL, e->ch, 0);
+	e->cq = t_cq_open(e);
 	e->buf = aligned_alloc(4096, BUF_SIZE);
 	if (!e->pd || !e->cq || !e->buf)
 		return -1;
