@@ -191,9 +191,6 @@ SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 					   size_t length, uint64_t iova,
 					   unsigned int access)
 {
-	struct srn_context *ctx;
-	struct srn_mr *mr;
-	uint32_t idx, key;
 	int err;
 
 	if (!ibpd) {
@@ -207,6 +204,16 @@ SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 		errno = err;
 		return NULL;
 	}
+	return srn_mr_register(ibpd, addr, length, iova, access);
+}
+
+struct ibv_mr *srn_mr_register(struct ibv_pd *ibpd, void *addr, uint64_t length, uint64_t iova,
+			       unsigned int access)
+{
+	struct srn_context *ctx;
+	struct srn_mr *mr;
+	uint32_t idx, key;
+
 	ctx = srn_ctx(ibpd->context);
 	mr = calloc(1, sizeof(*mr));
 	if (!mr) {
@@ -220,7 +227,7 @@ SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 	mr->length = length;
 	mr->access = access & MR_ACCESS_KEPT;
 	/* Same-host peers may map it (verbs/mr_share.c); NULL = they can't. */
-	mr->share = srn_mrdir_active(ctx) ? srn_mr_share_get(addr, length) : NULL;
+	mr->share = srn_mrdir_active(ctx) && length ? srn_mr_share_get(addr, length) : NULL;
 
 	pthread_mutex_lock(&ctx->lock);
 	idx = ctx->mrs_live < ctx->max_mr ? mr_slot_alloc(ctx) : UINT32_MAX;
@@ -294,6 +301,11 @@ SRN_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 	mr = srn_mr(ibmr);
+	/* a DM MR stays on its device memory */
+	if (mr->dm && (flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
 	ctx = srn_ctx(ibmr->context);
 	acc = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned int)access
 						    : mr->access;
@@ -364,6 +376,8 @@ SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	atomic_fetch_sub(&mr->pd->users, 1);
 	atomic_fetch_sub(&ctx->num_objects, 1);
 	srn_mr_share_put(mr->share);
+	if (mr->dm)
+		atomic_fetch_sub(&mr->dm->mrs, 1);
 	free(mr);
 	return 0;
 }

@@ -115,6 +115,7 @@ struct srn_context {
 				      * doorbell makes the engine look at them */
 	struct srn_srq *srqs;        /* every SRQ: a doorbell also checks
 				      * their armed limits (peers take WQEs) */
+	_Atomic uint64_t dm_bytes;   /* device memory allocated (verbs/dm.c) */
 };
 
 static inline struct srn_context *srn_ctx(struct ibv_context *c)
@@ -127,6 +128,7 @@ static inline struct srn_context *srn_ctx(struct ibv_context *c)
 void srn_ops_init_unsupported(struct verbs_context *vctx); /* verbs/unsupported.c */
 void srn_ops_init_device(struct verbs_context *vctx);      /* verbs/query.c */
 void srn_ops_init_datapath(struct verbs_context *vctx);    /* verbs/qp.c etc. */
+void srn_ops_init_dm(struct verbs_context *vctx);          /* verbs/dm.c */
 
 /* ---- PD, MR ------------------------------------------------------------ */
 
@@ -144,7 +146,25 @@ struct srn_mr {
 	unsigned int access;         /* IBV_ACCESS_* flags */
 	struct srn_mr_share *share;  /* memfd backing peers can map
 				      * (verbs/mr_share.c), or NULL */
+	struct srn_dm *dm;           /* ibv_reg_dm_mr: the device memory */
+	bool odp;                    /* IBV_ACCESS_ON_DEMAND (verbs/mr_odp.c) */
 };
+
+/* Device memory (verbs/dm.c): pages of the same shareable memory MRs use,
+ * so same-host peers reach a DM MR as they reach any other. */
+struct srn_dm {
+	struct ibv_dm ibv;
+	uint8_t *base;               /* page-aligned, zeroed at allocation */
+	uint64_t length;             /* what ibv_alloc_dm asked for */
+	struct srn_mr_share *share;  /* its memfd backing, or NULL */
+	atomic_uint mrs;             /* MRs registered on it (free: EBUSY) */
+};
+
+/* Registers an MR whose pd, access and range the caller has checked
+ * (verbs/mr.c; ibv_reg_mr_iova2 is it with rdma-core's checks).  NULL +
+ * errno (ENOMEM). */
+struct ibv_mr *srn_mr_register(struct ibv_pd *pd, void *addr, uint64_t length, uint64_t iova,
+			       unsigned int access);
 
 /* Result of a memory check: one place maps it to NAK and WC status. */
 enum srn_mr_check {

@@ -320,6 +320,22 @@ static __attribute__((unused)) void fill(uint8_t *p, size_t n, unsigned seed)
 		p[i] = (uint8_t)(i * 7 + seed * 13 + (i >> 8));
 }
 
+/* Post wr with its remote address and key where its opcode reads them. */
+static __attribute__((unused)) int t_post_remote(struct ibv_qp *qp, struct ibv_send_wr *wr,
+						 uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_send_wr *bad;
+
+	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr->wr.atomic.remote_addr = raddr;
+		wr->wr.atomic.rkey = rkey;
+	} else {
+		wr->wr.rdma.remote_addr = raddr;
+		wr->wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(qp, wr, &bad);
+}
+
 static __attribute__((unused)) int post_send(struct t_end *e, enum ibv_wr_opcode op, uint64_t loff, uint32_t len,
 		     uint64_t raddr, uint32_t rkey, uint32_t imm, uint64_t wr_id)
 {
@@ -327,16 +343,9 @@ static __attribute__((unused)) int post_send(struct t_end *e, enum ibv_wr_opcode
 			       .lkey = e->mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = len ? 1 : 0,
 				  .opcode = op, .send_flags = IBV_SEND_SIGNALED,
-				  .imm_data = htonl(imm) }, *bad;
+				  .imm_data = htonl(imm) };
 
-	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		wr.wr.atomic.remote_addr = raddr;
-		wr.wr.atomic.rkey = rkey;
-	} else {
-		wr.wr.rdma.remote_addr = raddr;
-		wr.wr.rdma.rkey = rkey;
-	}
-	return ibv_post_send(e->qp, &wr, &bad);
+	return t_post_remote(e->qp, &wr, raddr, rkey);
 }
 
 static __attribute__((unused)) int post_recv(struct t_end *e, uint64_t off, uint32_t len, uint64_t wr_id)
