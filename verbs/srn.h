@@ -129,6 +129,7 @@ void srn_ops_init_unsupported(struct verbs_context *vctx); /* verbs/unsupported.
 void srn_ops_init_device(struct verbs_context *vctx);      /* verbs/query.c */
 void srn_ops_init_datapath(struct verbs_context *vctx);    /* verbs/qp.c etc. */
 void srn_ops_init_dm(struct verbs_context *vctx);          /* verbs/dm.c */
+void srn_ops_init_odp(struct verbs_context *vctx);         /* verbs/mr_odp.c */
 
 /* ---- PD, MR ------------------------------------------------------------ */
 
@@ -147,7 +148,6 @@ struct srn_mr {
 	struct srn_mr_share *share;  /* memfd backing peers can map
 				      * (verbs/mr_share.c), or NULL */
 	struct srn_dm *dm;           /* ibv_reg_dm_mr: the device memory */
-	bool odp;                    /* IBV_ACCESS_ON_DEMAND (verbs/mr_odp.c) */
 };
 
 /* Device memory (verbs/dm.c): pages of the same shareable memory MRs use,
@@ -166,13 +166,19 @@ struct srn_dm {
 struct ibv_mr *srn_mr_register(struct ibv_pd *pd, void *addr, uint64_t length, uint64_t iova,
 			       unsigned int access);
 
+/* An ODP MR's pages [p, p + len) present with the right to read (write
+ * false) or write, faulting them in as a NIC's page fault would: false
+ * where nothing is mapped or the mapping forbids it (verbs/mr_odp.c). */
+bool srn_odp_fault_in(uintptr_t p, uint64_t len, bool write);
+
 /* Result of a memory check: one place maps it to NAK and WC status. */
 enum srn_mr_check {
 	SRN_MR_OK = 0,
 	SRN_MR_BAD_KEY,              /* no MR with this key */
 	SRN_MR_PD_MISMATCH,          /* MR belongs to another PD */
 	SRN_MR_NO_ACCESS,            /* access flag missing */
-	SRN_MR_OUT_OF_BOUNDS,        /* range not inside the MR */
+	SRN_MR_OUT_OF_BOUNDS,        /* range not inside the MR, or (ODP) not
+				      * mapped with the access it needs */
 };
 
 /* Resolve (key, iova, len) for an access in pd; on SRN_MR_OK *out is the
@@ -182,6 +188,11 @@ enum srn_mr_check {
 enum srn_mr_check srn_mr_resolve(struct srn_context *ctx, struct srn_pd *pd,
 				 uint32_t key, bool remote, uint64_t iova,
 				 uint64_t len, unsigned int access, void **out);
+/* srn_mr_resolve's checks without faulting an ODP MR's pages in; *odp
+ * says whether the MR is one. */
+enum srn_mr_check srn_mr_lookup(struct srn_context *ctx, struct srn_pd *pd, uint32_t key,
+				bool remote, uint64_t iova, uint64_t len, unsigned int access,
+				void **out, bool *odp);
 
 /* ---- CQ ---------------------------------------------------------------- */
 
