@@ -279,7 +279,10 @@ static void mr_refresh(struct peer *p, uint32_t pd, struct direct_mr *m)
 	m->iova = s.iova;
 	m->length = s.length;
 	m->vaddr = s.vaddr;
-	if (peer_is_self(p)) {
+	if (peer_is_self(p) && (s.access & IBV_ACCESS_ON_DEMAND)) {
+		/* our own ODP MR: each access faults its pages in first (the
+		 * packet path's srn_mr_resolve; direct_gather_sge) */
+	} else if (peer_is_self(p)) {
 		/* our own memory: the owner's address is ours */
 		m->map = (char *)(uintptr_t)s.vaddr;
 		m->map_lo = 0;
@@ -411,7 +414,12 @@ int direct_gather_sge(struct direct_qp *d, const struct ibv_sge *sge, uint64_t l
 	if (!d || !d->self)
 		return -1;
 	m = mr_cache_get(d->self, d->self_pd, d->lmr, DIRECT_LMRS, &d->lmr_next, sge->lkey);
-	if (!direct_mr_range(m, sge->addr, len, 0, &ptr, &vaddr) || !ptr)
+	if (!direct_mr_range(m, sge->addr, len, 0, &ptr, &vaddr))
+		return -1;
+	/* our own ODP MR is never mapped for peers: its pages are here */
+	if (!ptr && (m->access & IBV_ACCESS_ON_DEMAND) && srn_odp_fault_in(vaddr, len, false))
+		ptr = (char *)(uintptr_t)vaddr;
+	if (!ptr)
 		return -1;
 	iov[0].iov_base = ptr;
 	iov[0].iov_len = len;

@@ -227,9 +227,11 @@ static int check_ah(const struct ibv_ah_attr *ah, const struct srn_qp_check_env 
 	return 0;
 }
 
+/* ON_DEMAND is an MR's property; programs that pass their MR flags to
+ * the QP too (rdma-core's ODP tests) get it ignored, as on mlx5. */
 #define QP_ACCESS_OK (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 		      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
-		      IBV_ACCESS_MW_BIND)
+		      IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND)
 
 static int check_values(const struct ibv_qp_attr *a, int mask,
 			const struct srn_qp_check_env *env)
