@@ -544,9 +544,14 @@ static int rx_sock(struct srn_engine *eng, int vlen)
 	int n = rx_sock_read(eng, &eng->udp, vlen, &h);
 	bool full = n == ENGINE_SOCK_BATCH;
 
-	if (eng->udp6.fd >= 0 && !full) {
-		int r = rx_sock_read(eng, &eng->udp6, vlen, &h);
+	/* IPv6 beside IPv4 (engine.h): read after udp, as roce below */
+	for (int k = 0; k < 2 && !full; k++) {
+		struct net_udp *u6 = k ? &eng->roce6 : &eng->udp6;
+		int r;
 
+		if (u6->fd < 0)
+			continue;
+		r = rx_sock_read(eng, u6, vlen, &h);
 		full = r == ENGINE_SOCK_BATCH;
 		n = full ? ENGINE_SOCK_BATCH : n + r;
 		if (!full && n >= ENGINE_SOCK_BATCH)
@@ -818,6 +823,8 @@ static void arm_socket(struct srn_engine *eng, struct engine_defer *d)
 	arm_fd(eng, eng->udp.fd, op);
 	if (eng->udp6.fd >= 0)
 		arm_fd(eng, eng->udp6.fd, op);
+	if (eng->roce6.fd >= 0)
+		arm_fd(eng, eng->roce6.fd, op);
 	if (eng->roce.fd >= 0)
 		arm_fd(eng, eng->roce.fd, op);
 	/* (after the arm: see srn_engine_sock_unpark) */
@@ -839,6 +846,8 @@ static void park_socket(struct srn_engine *eng, struct engine_defer *d)
 	epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->udp.fd, NULL);
 	if (eng->udp6.fd >= 0)
 		epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->udp6.fd, NULL);
+	if (eng->roce6.fd >= 0)
+		epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->roce6.fd, NULL);
 	if (eng->roce.fd >= 0)
 		epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->roce.fd, NULL);
 	/* (after the removal: see srn_engine_sock_unpark) */
@@ -1375,6 +1384,7 @@ static void *engine_main(void *arg)
 					socket_ready(eng, &defer, false, false);
 			} else if (fd == eng->udp.fd ||
 				   (eng->udp6.fd >= 0 && fd == eng->udp6.fd) ||
+				   (eng->roce6.fd >= 0 && fd == eng->roce6.fd) ||
 				   (eng->roce.fd >= 0 && fd == eng->roce.fd)) {
 				socket_ready(eng, &defer, true, false);
 			} else if (eng->link_fd >= 0 && fd == eng->link_fd) {
@@ -1402,6 +1412,7 @@ static void engine_free(struct srn_engine *eng)
 	net_shm_inbox_destroy(eng->inbox);
 	net_udp_close(&eng->udp);
 	net_udp_close(&eng->udp6);
+	net_udp_close(&eng->roce6);
 	/* the sockets before the FIFO: an engine woken finds 4791 free */
 	net_udp_close(&eng->roce);
 	/* out of the group: the others count themselves again */
@@ -1433,7 +1444,8 @@ static int epoll_add(int epfd, int fd, uint32_t events)
 /* IPv6 beside IPv4 (engine.h, udp6): at udp's port number, so the port
  * the registry holds for our QPs reaches us in both families.  Without
  * it (the number taken in IPv6 by someone else) this engine speaks IPv4
- * only and QPs with IPv6 paths see no answer: said in the debug log. */
+ * only and QPs with IPv6 paths see no answer: said in the debug log.
+ * Then [IPv6]:4791 if no one holds it (roce6). */
 static void open_udp6(struct srn_engine *eng, const struct srn_device *dev)
 {
 	int i = srn_dev_ipv6_src(dev), ret;
@@ -1441,9 +1453,13 @@ static void open_udp6(struct srn_engine *eng, const struct srn_device *dev)
 	if (eng->udp.local.family != AF_INET || i < 0)
 		return;
 	ret = net_udp_open_at(&eng->udp6, AF_INET6, dev->gid[i].raw, eng->udp.local.port);
-	if (ret)
+	if (ret) {
 		srn_dbg(eng, "no IPv6 socket at port %u: %s", eng->udp.local.port,
 			strerror(-ret));
+		return;
+	}
+	if (net_udp_open_at(&eng->roce6, AF_INET6, dev->gid[i].raw, SRN_ROCE_UDP_PORT) == 0)
+		srn_dbg(eng, "IPv6 UDP port %u taken", SRN_ROCE_UDP_PORT);
 }
 
 int srn_engine_start(struct srn_context *ctx)
@@ -1461,6 +1477,7 @@ int srn_engine_start(struct srn_context *ctx)
 	eng->epfd = eng->tfd = eng->efd = eng->kfd = eng->link_fd = -1;
 	eng->udp.fd = -1;
 	eng->udp6.fd = -1;
+	eng->roce6.fd = -1;
 	eng->roce.fd = -1;
 	eng->steer.fd = -1;
 	eng->roce_port.fd = -1;
@@ -1543,6 +1560,7 @@ int srn_engine_start(struct srn_context *ctx)
 	if (eng->epfd < 0 || eng->tfd < 0 || eng->efd < 0 || eng->kfd < 0 ||
 	    epoll_add(eng->epfd, eng->udp.fd, EPOLLIN | EPOLLONESHOT) ||
 	    (eng->udp6.fd >= 0 && epoll_add(eng->epfd, eng->udp6.fd, EPOLLIN | EPOLLONESHOT)) ||
+	    (eng->roce6.fd >= 0 && epoll_add(eng->epfd, eng->roce6.fd, EPOLLIN | EPOLLONESHOT)) ||
 	    epoll_add(eng->epfd, eng->tfd, EPOLLIN) ||
 	    epoll_add(eng->epfd, eng->efd, EPOLLIN) ||
 	    epoll_add(eng->epfd, eng->kfd, EPOLLIN)) {
@@ -1604,6 +1622,8 @@ void srn_engine_kick_spin(struct srn_engine *eng)
 	arm_fd(eng, eng->udp.fd, EPOLL_CTL_ADD);
 	if (eng->udp6.fd >= 0)
 		arm_fd(eng, eng->udp6.fd, EPOLL_CTL_ADD);
+	if (eng->roce6.fd >= 0)
+		arm_fd(eng, eng->roce6.fd, EPOLL_CTL_ADD);
 	if (eng->roce.fd >= 0 && atomic_load_explicit(&eng->remote_qps, memory_order_relaxed) > 0)
 		arm_fd(eng, eng->roce.fd, EPOLL_CTL_ADD);
 }
@@ -1643,6 +1663,8 @@ void srn_engine_sock_unpark(struct srn_engine *eng)
 	arm_fd(eng, eng->udp.fd, EPOLL_CTL_ADD);
 	if (eng->udp6.fd >= 0)
 		arm_fd(eng, eng->udp6.fd, EPOLL_CTL_ADD);
+	if (eng->roce6.fd >= 0)
+		arm_fd(eng, eng->roce6.fd, EPOLL_CTL_ADD);
 	if (eng->roce.fd >= 0)
 		arm_fd(eng, eng->roce.fd, EPOLL_CTL_ADD);
 }

@@ -66,6 +66,10 @@ struct srn_engine {
 	 * is IPv6 already or the device has no such address.  Read and
 	 * armed with udp. */
 	struct net_udp udp6;
+	/* [IPv6 source]:4791 when free: the first engine of the address
+	 * takes it (no group, no takeover) so other hosts reach its QPs
+	 * over IPv6; fd -1 otherwise.  Read and armed with udp6. */
+	struct net_udp roce6;
 	struct net_registry *reg;    /* device-wide QPN -> port table */
 	/* Port 4791 as a second socket, received on like udp (what we
 	 * send leaves from udp): our place in the address's group of

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# RoCEv2 over IPv6 between two "hosts": the namespaces of tests/lib/netns.sh
+# with ULA addresses fd00:77::1 (vA) and fd00:77::2 (vB) added inside them
+# (nodad: usable at once).  Each device must list its address as a RoCE v2
+# GID; ibv_rc_pingpong and ib_write_bw with that GID index must exchange
+# data over UDP/IPv6 port 4791 between the two stacks.  Root only; skips
+# (77) otherwise.
+. "$(dirname "$0")/../lib/e2e.sh"
+. "$(dirname "$0")/../lib/netns.sh"
+t_need ibv_rc_pingpong ibv_devinfo
+t_netns_up srnv6 192.168.78
+t_netns_devs v6
+ip -n "$NA" addr add fd00:77::1/64 dev vA nodad || t_skip "no IPv6 in the namespaces"
+ip -n "$NB" addr add fd00:77::2/64 dev vB nodad || t_skip "no IPv6 in the namespaces"
+
+gid_index() { # ns dev iface addr: the GID index of addr on the device
+	SOFTRNIC_DEVICES="$3" timeout 10 ip netns exec "$1" "$SOFTRNIC" run -- \
+		ibv_devinfo -v -d "$2" 2>/dev/null |
+		sed -n "s/.*GID\[ *\([0-9]*\)\]:[[:space:]]*$4, RoCE v2.*/\1/p" | head -1
+}
+SOFTRNIC_DEVICES=vA timeout 10 ip netns exec "$NA" "$SOFTRNIC" run -- ibv_devinfo -v 2>&1 |
+	grep GID | sed 's/^/  ns A: /'
+ga=$(gid_index "$NA" srn_vA vA fd00:77::1)
+gb=$(gid_index "$NB" srn_vB vB fd00:77::2)
+if [ -n "$ga" ] && [ -n "$gb" ]; then
+	t_pass "fd00:77::1 is GID $ga of srn_vA, fd00:77::2 GID $gb of srn_vB"
+else
+	t_fail "no ULA GID listed (A: '$ga', B: '$gb')"
+	t_done
+fi
+
+port=$(t_port)
+if t_ns_pair "pp$port" 60 "ibv_rc_pingpong -d srn_vA -g $ga -p $port -n 500 -s 4096" \
+	"ibv_rc_pingpong -d srn_vB -g $gb -p $port -n 500 -s 4096 192.168.78.1" &&
+   grep -q "GID fd00:77::1" "$T_TMP/pp$port.client" &&
+   grep -q "bytes in .* seconds" "$T_TMP/pp$port.client"; then
+	t_pass "ibv_rc_pingpong over IPv6 between namespaces: $(grep 'bytes in' "$T_TMP/pp$port.client")"
+else
+	t_fail "ibv_rc_pingpong over IPv6 between namespaces"
+fi
+if command -v ib_write_bw >/dev/null; then
+	port=$(t_port)
+	if t_ns_pair "bw$port" 120 "ib_write_bw -d srn_vA -x $ga -F -p $port -s 65536 -n 200" \
+		"ib_write_bw -d srn_vB -x $gb -F -p $port -s 65536 -n 200 192.168.78.1" &&
+	   grep -qE '^ +[0-9]+ +[0-9]+ ' "$T_TMP/bw$port.client"; then
+		t_pass "ib_write_bw -x $gb over IPv6 between namespaces: $(grep -E '^ +[0-9]+ +[0-9]+ ' "$T_TMP/bw$port.client" | tail -1)"
+	else
+		t_fail "ib_write_bw over IPv6 between namespaces"
+	fi
+fi
+t_done
