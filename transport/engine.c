@@ -624,8 +624,46 @@ int srn_engine_rx_poll(struct srn_engine *eng)
 /* Every QP is looked at (under its lock, which an application thread may
  * hold) only once the earliest QP deadline has passed: the engine's
  * deferral steps fire far more often.  Any thread, no lock held. */
+/* [IPv6]:4791 has no takeover FIFO (net/roce_port.h): an engine with an
+ * IPv6 socket but not the port tries to bind it again, at most every
+ * ROCE6_RETRY_NS while its QPs have timers due or talk to another host
+ * (after the holder went, what other hosts send it goes unanswered until
+ * then, and is resent).
+ * From the engine or an application thread: set under rx_lock, as roce. */
+#define ROCE6_RETRY_NS (100 * 1000 * 1000ull)
+
+static int epoll_add(int epfd, int fd, uint32_t events);
+
+/* A QP of ours talks to another host while [IPv6]:4791 is not ours. */
+static bool roce6_wanted(struct srn_engine *eng)
+{
+	return __builtin_expect(eng->udp6.fd >= 0, 0) && eng->roce6.fd < 0 &&
+	       atomic_load_explicit(&eng->remote_qps, memory_order_relaxed) > 0;
+}
+
+static void roce6_retry(struct srn_engine *eng, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&eng->roce6_try_ns, memory_order_relaxed);
+	struct net_udp u;
+
+	if (eng->udp6.fd < 0 || eng->roce6.fd >= 0 || now - last < ROCE6_RETRY_NS ||
+	    !atomic_compare_exchange_strong(&eng->roce6_try_ns, &last, now))
+		return;
+	if (net_udp_open_at(&u, AF_INET6, eng->udp6.local.ip, SRN_ROCE_UDP_PORT))
+		return;
+	if (epoll_add(eng->epfd, u.fd, EPOLLIN | EPOLLONESHOT)) {
+		net_udp_close(&u);
+		return;
+	}
+	pthread_mutex_lock(&eng->rx_lock);
+	eng->roce6 = u;
+	pthread_mutex_unlock(&eng->rx_lock);
+	srn_dbg(eng, "IPv6 UDP port %u taken", SRN_ROCE_UDP_PORT);
+}
+
 void srn_engine_run_qp_timers(struct srn_engine *eng, uint64_t now)
 {
+	roce6_retry(eng, now);
 	struct srn_rc_state **snap;
 	uint64_t next = 0, due;
 	uint32_t n;
@@ -1299,6 +1337,15 @@ static uint64_t wait_end(struct srn_engine *eng, const struct engine_defer *d, b
 		end = eng->roce_retry_ns;
 		*step_end = false;
 	}
+	if (roce6_wanted(eng)) {
+		uint64_t r6 = atomic_load_explicit(&eng->roce6_try_ns, memory_order_relaxed) +
+			      ROCE6_RETRY_NS;
+
+		if (!end || r6 < end) {
+			end = r6;
+			*step_end = false;
+		}
+	}
 	return end;
 }
 
@@ -1309,6 +1356,8 @@ static void roce_retry_due(struct srn_engine *eng)
 		eng->roce_retry_ns = 0;
 		roce_try(eng);
 	}
+	if (roce6_wanted(eng))
+		roce6_retry(eng, srn_now_ns());
 }
 
 static void *engine_main(void *arg)

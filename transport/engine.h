@@ -70,6 +70,7 @@ struct srn_engine {
 	 * takes it (no group, no takeover) so other hosts reach its QPs
 	 * over IPv6; fd -1 otherwise.  Read and armed with udp6. */
 	struct net_udp roce6;
+	_Atomic uint64_t roce6_try_ns; /* last bind try of roce6 (engine.c) */
 	struct net_registry *reg;    /* device-wide QPN -> port table */
 	/* Port 4791 as a second socket, received on like udp (what we
 	 * send leaves from udp): our place in the address's group of

@@ -48,4 +48,28 @@ if command -v ib_write_bw >/dev/null; then
 		t_fail "ib_write_bw over IPv6 between namespaces"
 	fi
 fi
+
+# Two processes per namespace at once: [IPv6]:4791 has one holder per
+# address (no steering group), which hands the other process's packets
+# on through its inbox (transport/qp_forward.c), and when it goes the
+# other binds the port (engine.c, roce6_retry).  Both pairs must pass,
+# and a server must have held the port.
+p1=$(t_port); p2=$((p1 + 1))
+t_ns_pair "two1" 60 "ibv_rc_pingpong -d srn_vA -g $ga -p $p1 -n 300 -s 4096" \
+	"ibv_rc_pingpong -d srn_vB -g $gb -p $p1 -n 300 -s 4096 192.168.78.1" >/dev/null &
+j1=$!
+t_ns_pair "two2" 60 "ibv_rc_pingpong -d srn_vA -g $ga -p $p2 -n 300 -s 4096" \
+	"ibv_rc_pingpong -d srn_vB -g $gb -p $p2 -n 300 -s 4096 192.168.78.1" >/dev/null &
+j2=$!
+wait $j1; r1=$?
+wait $j2; r2=$?
+holders=$(cat "$T_TMP/two1.server.log" "$T_TMP/two2.server.log" | grep -c "IPv6 UDP port 4791 taken")
+fwd=$(cat "$T_TMP/two1.server.log" "$T_TMP/two2.server.log" | sed -n 's/.*rx_forwarded \([0-9]*\).*/\1/p' | head -1)
+if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ "$holders" -ge 1 ] &&
+   grep -q "bytes in" "$T_TMP/two1.client" && grep -q "bytes in" "$T_TMP/two2.client"; then
+	t_pass "two pingpong pairs at once over IPv6 ($holders takes of 4791 in ns A, ${fwd:-0} packets handed on): $(grep 'bytes in' "$T_TMP/two2.client")"
+else
+	t_fail "two pairs at once over IPv6 (exits $r1 $r2, holders $holders)"
+	tail -5 "$T_TMP/two1.server" "$T_TMP/two2.server" "$T_TMP/two1.client" "$T_TMP/two2.client"
+fi
 t_done
