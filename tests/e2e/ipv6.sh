@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # RoCEv2 over IPv6 on srn_lo: GID 1 is ::1 (GID 0 stays the IPv4-mapped
-# 127.0.0.1).  ibv_rc_pingpong -g 1 and ib_write_bw -x 1 must exchange
-# data; on the UDP path (SOFTRNIC_TRANSPORT=udp) a capture must show
-# every packet as IPv6 from ::1 to ::1 with an ICRC that verifies, and
-# mixing families (-g 1 on one side, -g 0 on the other) is refused at RTR.
+# 127.0.0.1).  ibv_rc_pingpong -g 1, ibv_ud_pingpong -g 1 and ib_write_bw
+# -x 1 must exchange data; on the UDP path (SOFTRNIC_TRANSPORT=udp) a
+# capture must show every packet as IPv6 from ::1 to ::1 (the receiver
+# checked each ICRC); mixing families (-g 1 on one side, -g 0 on the
+# other) is refused at RTR.
 . "$(dirname "$0")/../lib/perftest.sh"
-t_need ibv_rc_pingpong ibv_devinfo python3
+t_need ibv_rc_pingpong ibv_ud_pingpong ibv_devinfo python3
 
 gids=$("$SOFTRNIC" run -- ibv_devinfo -v -d srn_lo 2>&1 | grep -E 'GID\[ *[01]\]')
 if echo "$gids" | grep -qE 'GID\[ *0\]:[[:space:]]+::ffff:127\.0\.0\.1, RoCE v2' &&
@@ -31,6 +32,17 @@ pp() { # label, extra args
 pp default -n 500
 pp "-s 65536 -m 4096" -s 65536 -m 4096 -n 100
 pp "-e" -e -n 200
+
+# UD: address handles with the IPv6 GID
+port=$(t_port)
+if t_pair "ud$port" 60 "ibv_ud_pingpong -d srn_lo -g 1 -p $port -n 300" \
+	"ibv_ud_pingpong -d srn_lo -g 1 -p $port -n 300 127.0.0.1" &&
+   grep -q "GID ::1" "$T_TMP/ud$port.client" &&
+   grep -q "bytes in .* seconds" "$T_TMP/ud$port.client"; then
+	t_pass "ibv_ud_pingpong -g 1: $(grep 'bytes in' "$T_TMP/ud$port.client")"
+else
+	t_fail "ibv_ud_pingpong -g 1"
+fi
 
 PERFTEST_GID=1 PERFTEST_SECS=120 perftest_one ib_write_bw "-x 1 -s 65536" -s 65536 -n 200
 
