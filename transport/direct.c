@@ -124,7 +124,7 @@ bool direct_reachable(const struct srn_rc_state *rc)
 
 	/* Only a destination on this host can be reached in memory; the
 	 * registry is this host's, so its QPN must be too. */
-	return net_direct_enabled() && eng->reg && rc->peer.family == eng->udp.local.family &&
+	return net_direct_enabled() && eng->reg && srn_engine_local(eng, rc->peer.family) &&
 	       net_addr_is_local(rc->peer.family, rc->peer.ip);
 }
 
@@ -161,6 +161,7 @@ static struct direct_qp *direct_qp_get(struct srn_rc_state *rc)
 static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t now)
 {
 	struct srn_engine *eng = rc->eng;
+	const struct net_addr *me = NULL;
 	struct net_reg_qpinfo in;
 	uint32_t gen;
 
@@ -188,8 +189,8 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 			      memcmp(in.dip, rc->peer.ip, ip_len(in.dfamily))
 		    : in.type != rc->type ||
 			      (in.state != IBV_QPS_RTR && in.state != IBV_QPS_RTS) ||
-			      in.dqpn != rc->qpn || in.dfamily != eng->udp.local.family ||
-			      memcmp(in.dip, eng->udp.local.ip, ip_len(in.dfamily))) {
+			      in.dqpn != rc->qpn || !(me = srn_engine_local(eng, in.dfamily)) ||
+			      memcmp(in.dip, me->ip, ip_len(in.dfamily))) {
 		srn_dbg(eng, "qp %u: direct: qpn %u not usable (type %u state %u dqpn %u)",
 			rc->qpn, rc->dqpn, in.type, in.state, in.dqpn);
 		return false;

@@ -78,6 +78,10 @@ static inline struct srn_device *srn_dev(struct ibv_device *d)
 /* IB MTU enum for the largest payload that fits the interface MTU after
  * IP(v4 20 / v6 40) + UDP 8 + BTH 12 + largest ext header + ICRC. */
 enum ibv_mtu srn_dev_active_mtu(const struct srn_device *dev);
+/* The GID the device's IPv6 packets leave from: its first IPv6 entry that
+ * is not link-local (those need an interface scope the GID cannot carry),
+ * or -1. */
+int srn_dev_ipv6_src(const struct srn_device *dev);
 
 /* ---- context ----------------------------------------------------------- */
 
