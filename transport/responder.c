@@ -614,13 +614,15 @@ static enum resp_state execute(struct srn_rc_state *rc, struct resp_pkt *p)
 	if (c & WIRE_IS_ATOMIC_WRITE) {
 		uint64_t v;
 
-		/* one 8-byte store that no reader sees in halves; executed
-		 * again if duplicated, which writes the same value */
+		/* one 8-byte store that no reader sees in halves */
 		memcpy(&v, k->payload, 8);
 		__atomic_store_n((uint64_t *)p->target, v, __ATOMIC_SEQ_CST);
 		rc->msn = (rc->msn + 1) & WIRE_PSN_MASK;
 		rc->epsn = wire_psn_add(rc->epsn, 1);
-		return RS_ACK;
+		/* answered as rxe does: an empty READ RESPONSE ONLY (a
+		 * duplicate gets a plain ACK, which the requester takes too) */
+		send_read_resp(rc, k->psn, NULL, 0);
+		return RS_DONE;
 	}
 	if (c & WIRE_IS_SEND) {
 		const uint8_t *src = k->payload;
