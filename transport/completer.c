@@ -321,14 +321,37 @@ static struct srn_send_wqe *resp_target(struct srn_rc_state *rc, uint32_t p)
 	return w;
 }
 
+/* True if the WQE whose request went at PSN p is an RDMA ATOMIC WRITE
+ * (searched among those sent and not yet retired). */
+static bool atomic_write_at(struct srn_rc_state *rc, uint32_t p)
+{
+	struct srn_qp *qp = rc->qp;
+
+	for (uint32_t i = qp->sq.head; i != qp->sq.next; i++) {
+		const struct srn_send_wqe *w = rc_sq(qp, i);
+
+		if (w->first_psn == p)
+			return w->opcode == IBV_WR_ATOMIC_WRITE;
+	}
+	return false;
+}
+
 static void rx_read_resp(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 {
 	const struct wire_opcode_info *info = &wire_opcodes[pkt->opcode];
-	struct srn_send_wqe *w = resp_target(rc, pkt->psn);
+	struct srn_send_wqe *w;
 	struct iovec iov[SRN_MAX_SGE];
 	bool last;
 	int n;
 
+	/* An RDMA ATOMIC WRITE is answered with an empty READ RESPONSE ONLY
+	 * (as rxe answers it): an acknowledgement up to its PSN. */
+	if (pkt->payload_len == 0 && (info->caps & WIRE_IS_FIRST) && (info->caps & WIRE_IS_LAST) &&
+	    atomic_write_at(rc, pkt->psn)) {
+		ack_upto(rc, pkt->psn);
+		return;
+	}
+	w = resp_target(rc, pkt->psn);
 	if (!w)
 		return;
 	if (w->opcode != IBV_WR_RDMA_READ) {

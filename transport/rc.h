@@ -515,4 +515,9 @@ void rc_flush_sq(struct srn_rc_state *rc);
 void rc_flush_rq(struct srn_rc_state *rc);
 enum ibv_wc_opcode rc_wc_opcode(enum ibv_wr_opcode op);
 
+/* transport/local_op.c: BIND_MW and LOCAL_INV.  rc_local_op_run: 1 done
+ * (completed), 0 waits for earlier WQEs, -1 failed (QP in error). */
+bool rc_is_local_op(const struct srn_send_wqe *w);
+int rc_local_op_run(struct srn_rc_state *rc, struct srn_send_wqe *w);
+
 #endif

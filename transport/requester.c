@@ -142,6 +142,12 @@ static uint8_t req_opcode(const struct srn_send_wqe *w, bool first, bool last)
 		   w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 
 	switch (w->opcode) {
+	case IBV_WR_SEND_WITH_INV:
+		if (last)
+			return first ? WIRE_SEND_ONLY_INV : WIRE_SEND_LAST_INV;
+		return first ? WIRE_SEND_FIRST : WIRE_SEND_MIDDLE;
+	case IBV_WR_ATOMIC_WRITE:
+		return WIRE_ATOMIC_WRITE;
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
 		if (first && last)
@@ -181,6 +187,8 @@ static bool opcode_supported(enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_ATOMIC_WRITE:
 		return true;
 	default:
 		return false;
@@ -349,12 +357,16 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t ba
 			}
 		}
 		if (first && (w->opcode == IBV_WR_RDMA_WRITE ||
-			      w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
+			      w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+			      w->opcode == IBV_WR_ATOMIC_WRITE)) {
 			h.va = w->remote_addr;
 			h.rkey = w->rkey;
 			h.dma_len = (uint32_t)w->length;
 		}
-		h.imm_be = w->imm_data;
+		if (w->opcode == IBV_WR_SEND_WITH_INV)
+			h.ieth_rkey = w->imm_data; /* (host order) */
+		else
+			h.imm_be = w->imm_data;
 		h.se = last && (w->send_flags & IBV_SEND_SOLICITED);
 		/* UC has no acknowledgements to ask for */
 		h.ackreq = rc->type == IBV_QPT_RC &&
@@ -418,6 +430,21 @@ static bool requester_run_locked(struct srn_rc_state *rc, bool direct_tried)
 		w = rc_sq(qp, qp->sq.next);
 		if (w->state & WQE_LOC_ERR)
 			break;
+		if (rc_is_local_op(w)) {
+			int lr = rc_local_op_run(rc, w);
+
+			if (lr == 0 && rc->type == IBV_QPT_UC) {
+				/* UC: what left is done (see the end) */
+				rc_tx_batch_flush();
+				completer_retire_sent(rc);
+				lr = rc_local_op_run(rc, w);
+			}
+			if (lr > 0)
+				continue;
+			if (lr < 0)
+				return false;
+			break;
+		}
 		/* Same-host target: executed in its memory, no packet.  Only
 		 * with nothing outstanding before it, so order and completion
 		 * order stay exact. */

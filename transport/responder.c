@@ -8,6 +8,7 @@
 #include "net/udp.h"
 #include "transport/place.h"
 #include "transport/rc.h"
+#include "verbs/mw.h"
 #include "verbs/shared_rings.h"
 
 #define RESP_STATES(X)                                                     \
@@ -356,6 +357,10 @@ void responder_push_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r,
 		wc.imm_data = pkt->imm_be;
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 	}
+	if (st == IBV_WC_SUCCESS && (wire_opcodes[pkt->opcode].caps & WIRE_HAS_IETH)) {
+		wc.invalidated_rkey = pkt->ieth_rkey;
+		wc.wc_flags |= IBV_WC_WITH_INV;
+	}
 	srn_cq_push(qp->recv_cq, &wc, pkt->se);
 	rc->rwqe_have = false;
 }
@@ -440,15 +445,14 @@ static enum resp_state check_op_seq(struct srn_rc_state *rc, struct resp_pkt *p)
 	}
 	if (!(c & WIRE_IS_FIRST))
 		return RS_ERR_INV_REQ;
-	if (c & WIRE_HAS_IETH)
-		return RS_ERR_INV_REQ; /* SEND_WITH_INV: no memory windows */
-	if ((c & WIRE_IS_WRITE) && !(acc & IBV_ACCESS_REMOTE_WRITE))
+	if ((c & (WIRE_IS_WRITE | WIRE_IS_ATOMIC_WRITE)) && !(acc & IBV_ACCESS_REMOTE_WRITE))
 		return RS_ERR_ACCESS;
 	if ((c & WIRE_IS_READ) && !(acc & IBV_ACCESS_REMOTE_READ))
 		return RS_ERR_ACCESS;
 	if ((c & WIRE_IS_ATOMIC) && !(acc & IBV_ACCESS_REMOTE_ATOMIC))
 		return RS_ERR_ACCESS;
-	if (!(c & (WIRE_IS_SEND | WIRE_IS_WRITE | WIRE_IS_READ | WIRE_IS_ATOMIC)))
+	if (!(c & (WIRE_IS_SEND | WIRE_IS_WRITE | WIRE_IS_READ | WIRE_IS_ATOMIC |
+		   WIRE_IS_ATOMIC_WRITE)))
 		return RS_ERR_INV_REQ;
 	return RS_CHECK_LEN;
 }
@@ -475,7 +479,7 @@ static enum resp_state check_len(struct srn_rc_state *rc, struct resp_pkt *p)
 	}
 	if ((c & WIRE_IS_READ) && k->dma_len > SRN_MAX_MSG_SIZE)
 		return RS_ERR_INV_REQ;
-	if ((c & WIRE_IS_ATOMIC) && (k->va & 7))
+	if ((c & (WIRE_IS_ATOMIC | WIRE_IS_ATOMIC_WRITE)) && (k->va & 7))
 		return RS_ERR_INV_REQ;
 	if ((c & WIRE_IS_SEND) && rc->msg_off + len > SRN_MAX_MSG_SIZE)
 		return RS_ERR_INV_REQ;
@@ -514,7 +518,7 @@ static bool rkey_ok(struct srn_rc_state *rc, uint32_t rkey, uint64_t va, uint64_
 {
 	struct srn_qp *qp = rc->qp;
 
-	return srn_mr_resolve(qp->ctx, qp->pd, rkey, true, va, len, access, out) == SRN_MR_OK;
+	return srn_rkey_resolve(qp, rkey, va, len, access, out) == SRN_MR_OK;
 }
 
 static enum resp_state check_rkey(struct srn_rc_state *rc, struct resp_pkt *p)
@@ -556,6 +560,10 @@ static enum resp_state check_rkey(struct srn_rc_state *rc, struct resp_pkt *p)
 			return RS_ERR_ACCESS;
 	} else if (c & WIRE_IS_ATOMIC) {
 		if (!rkey_ok(rc, k->rkey, k->va, 8, IBV_ACCESS_REMOTE_ATOMIC, &p->target))
+			return RS_ERR_ACCESS;
+	} else if (c & WIRE_IS_ATOMIC_WRITE) {
+		/* as rxe: the right to write, not the atomic one */
+		if (!rkey_ok(rc, k->rkey, k->va, 8, IBV_ACCESS_REMOTE_WRITE, &p->target))
 			return RS_ERR_ACCESS;
 	}
 	return RS_EXECUTE;
@@ -603,6 +611,19 @@ static enum resp_state execute(struct srn_rc_state *rc, struct resp_pkt *p)
 		send_atomic_ack(rc, k->psn, orig);
 		return RS_DONE;
 	}
+	if (c & WIRE_IS_ATOMIC_WRITE) {
+		uint64_t v;
+
+		/* one 8-byte store that no reader sees in halves */
+		memcpy(&v, k->payload, 8);
+		__atomic_store_n((uint64_t *)p->target, v, __ATOMIC_SEQ_CST);
+		rc->msn = (rc->msn + 1) & WIRE_PSN_MASK;
+		rc->epsn = wire_psn_add(rc->epsn, 1);
+		/* answered as rxe does: an empty READ RESPONSE ONLY (a
+		 * duplicate gets a plain ACK, which the requester takes too) */
+		send_read_resp(rc, k->psn, NULL, 0);
+		return RS_DONE;
+	}
 	if (c & WIRE_IS_SEND) {
 		const uint8_t *src = k->payload;
 
@@ -613,6 +634,10 @@ static enum resp_state execute(struct srn_rc_state *rc, struct resp_pkt *p)
 		rc->msg_off += k->payload_len;
 		rc->in_msg = RC_MSG_SEND;
 		if (c & WIRE_IS_LAST) {
+			/* SEND with Invalidate: the window goes before the
+			 * receive completes (verbs/mw.c) */
+			if ((c & WIRE_HAS_IETH) && !srn_mw_remote_inv(rc->qp, k->ieth_rkey))
+				return RS_ERR_INV_REQ;
 			responder_push_recv_wc(rc, p->rwqe, IBV_WC_SUCCESS, IBV_WC_RECV, k,
 				     (uint32_t)rc->msg_off);
 			rc->in_msg = RC_MSG_NONE;

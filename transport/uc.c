@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "transport/rc.h"
+#include "verbs/mw.h"
 #include "verbs/shared_rings.h"
 
 /* Abandon the message in progress (its receive WQE stays posted). */
@@ -24,8 +25,7 @@ static bool uc_rkey_ok(struct srn_rc_state *rc, uint32_t rkey, uint64_t va, uint
 {
 	struct srn_qp *qp = rc->qp;
 
-	return srn_mr_resolve(qp->ctx, qp->pd, rkey, true, va, len,
-			      IBV_ACCESS_REMOTE_WRITE, out) == SRN_MR_OK;
+	return srn_rkey_resolve(qp, rkey, va, len, IBV_ACCESS_REMOTE_WRITE, out) == SRN_MR_OK;
 }
 
 /* One SEND packet that continues (or starts) the message; false = drop. */

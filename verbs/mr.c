@@ -21,6 +21,7 @@
 #include "verbs/key_random.h"
 #include "verbs/mr_dir.h"
 #include "verbs/mr_share.h"
+#include "verbs/mw.h"
 
 #include <stdlib.h>
 
@@ -36,9 +37,9 @@ _Static_assert((SRN_MAX_MR & (SRN_MAX_MR - 1)) == 0, "slots: a power of two");
 /* Flags we act on.  The rest of the optional range (RELAXED_ORDERING and
  * friends) are performance hints: rdma-core silently drops them when the
  * device does not support them, and so do we.  HUGETLB and MW_BIND are
- * accepted as rxe does (no memory windows exist, so MW_BIND grants
- * nothing).  ON_DEMAND is kept: such an MR is faulted in at each access
- * and never re-backed for peers (verbs/mr_odp.c). */
+ * accepted as rxe does (MW_BIND lets windows be bound: verbs/mw.c).
+ * ON_DEMAND is kept: such an MR is faulted in at each access and never
+ * re-backed for peers (verbs/mr_odp.c). */
 #define MR_ACCESS_KNOWN                                                  \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |               \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |              \
@@ -102,7 +103,8 @@ static uint32_t new_key(struct srn_context *ctx, uint32_t idx)
 	for (int tries = 0; tries < 64; tries++) {
 		if (!srn_key_random32(&r))
 			return 0;
-		key = (r & ~mask) | idx;
+		/* bit 31 clear: set marks a memory window's key (verbs/mw.h) */
+		key = (r & ~mask & ~SRN_MW_KEY_BIT) | idx;
 		if (key != 0 && key != last && !near_live_key(ctx, key))
 			return key;
 	}

@@ -116,11 +116,13 @@ static uint64_t send_ops_supported(enum ibv_qp_type type)
 
 	if (type == IBV_QPT_RC || type == IBV_QPT_UC)
 		f |= IBV_QP_EX_WITH_RDMA_WRITE |
-		     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+		     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 	if (type == IBV_QPT_RC)
 		f |= IBV_QP_EX_WITH_RDMA_READ |
 		     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+		     IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE;
 	return f;
 }
 

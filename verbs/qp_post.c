@@ -4,6 +4,7 @@
  * transport.  On failure *bad_wr is the first WR not posted; those before
  * it are posted. */
 #include "verbs/datapath.h"
+#include "verbs/mw.h"
 #include "verbs/shared_rings.h"
 
 #include <string.h>
@@ -17,10 +18,13 @@ uint32_t srn_sq_opcodes(enum ibv_qp_type type)
 		return OP(IBV_WR_SEND) | OP(IBV_WR_SEND_WITH_IMM) |
 		       OP(IBV_WR_RDMA_WRITE) | OP(IBV_WR_RDMA_WRITE_WITH_IMM) |
 		       OP(IBV_WR_RDMA_READ) | OP(IBV_WR_ATOMIC_CMP_AND_SWP) |
-		       OP(IBV_WR_ATOMIC_FETCH_AND_ADD);
+		       OP(IBV_WR_ATOMIC_FETCH_AND_ADD) | OP(IBV_WR_ATOMIC_WRITE) |
+		       OP(IBV_WR_SEND_WITH_INV) | OP(IBV_WR_BIND_MW) |
+		       OP(IBV_WR_LOCAL_INV);
 	case IBV_QPT_UC:
 		return OP(IBV_WR_SEND) | OP(IBV_WR_SEND_WITH_IMM) |
-		       OP(IBV_WR_RDMA_WRITE) | OP(IBV_WR_RDMA_WRITE_WITH_IMM);
+		       OP(IBV_WR_RDMA_WRITE) | OP(IBV_WR_RDMA_WRITE_WITH_IMM) |
+		       OP(IBV_WR_BIND_MW) | OP(IBV_WR_LOCAL_INV);
 	case IBV_QPT_UD:
 		return OP(IBV_WR_SEND) | OP(IBV_WR_SEND_WITH_IMM);
 	default:
@@ -69,7 +73,8 @@ int srn_sq_check_wqe(const struct srn_qp *qp, struct srn_send_wqe *w)
 		return EINVAL;
 	/* INLINE only means something for data the requester sends; on a
 	 * READ or atomic it is ignored (there is no payload to copy). */
-	if (w->opcode == IBV_WR_RDMA_READ || is_atomic(w->opcode))
+	if (w->opcode == IBV_WR_RDMA_READ || is_atomic(w->opcode) ||
+	    w->opcode == IBV_WR_BIND_MW || w->opcode == IBV_WR_LOCAL_INV)
 		w->send_flags &= ~(unsigned int)IBV_SEND_INLINE;
 
 	if ((w->send_flags & IBV_SEND_INLINE) && w->num_sge == 0) {
@@ -81,7 +86,7 @@ int srn_sq_check_wqe(const struct srn_qp *qp, struct srn_send_wqe *w)
 	}
 	if (len > SRN_MAX_MSG_SIZE)
 		return EINVAL;
-	if (is_atomic(w->opcode)) {
+	if (is_atomic(w->opcode) || w->opcode == IBV_WR_ATOMIC_WRITE) {
 		/* IBTA 9.4.5: 8-byte operand, 8-byte aligned target. */
 		if (len != 8 || (w->remote_addr & 7))
 			return EINVAL;
@@ -89,7 +94,8 @@ int srn_sq_check_wqe(const struct srn_qp *qp, struct srn_send_wqe *w)
 	if (w->send_flags & IBV_SEND_INLINE) {
 		uint64_t off = 0;
 
-		if (len > qp->cap.max_inline_data)
+		/* (an ATOMIC WRITE's operand is inline whatever the cap) */
+		if (len > qp->cap.max_inline_data && w->opcode != IBV_WR_ATOMIC_WRITE)
 			return EINVAL;
 		for (i = 0; i < w->num_sge; i++) {
 			/* an empty SGE may carry a NULL address (UCX's
@@ -142,6 +148,21 @@ static int wqe_from_wr(const struct srn_qp *qp, struct srn_send_wqe *w,
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
 		break;
+	case IBV_WR_SEND_WITH_INV:
+		w->imm_data = wr->invalidate_rkey; /* host order */
+		break;
+	case IBV_WR_LOCAL_INV:
+		/* local operations ignore a gather list, as rxe */
+		w->rkey = wr->invalidate_rkey;
+		w->num_sge = 0;
+		break;
+	case IBV_WR_BIND_MW:
+		srn_mw_bind_to_wqe(w, wr->bind_mw.mw, wr->bind_mw.rkey,
+				   &wr->bind_mw.bind_info);
+		w->num_sge = 0;
+		break;
+	case IBV_WR_ATOMIC_WRITE:
+		return EINVAL; /* no ibv_send_wr form: ibv_wr_atomic_write only */
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		w->remote_addr = wr->wr.atomic.remote_addr;

@@ -5,6 +5,7 @@
  * sit at sq.tail .. sq.tail + wr_pending, invisible to the transport until
  * wr_complete moves sq.tail. */
 #include "verbs/datapath.h"
+#include "verbs/mw.h"
 
 #include <string.h>
 
@@ -192,23 +193,27 @@ static void wr_unsupported(struct srn_qp *qp)
 
 static void wr_send_inv(struct ibv_qp_ex *ex, uint32_t rkey)
 {
-	(void)rkey;
-	wr_unsupported(qpx(ex));
+	struct srn_send_wqe *w = wr_open(qpx(ex), IBV_WR_SEND_WITH_INV);
+
+	if (w)
+		w->imm_data = rkey; /* host order, as invalidate_rkey */
 }
 
 static void wr_local_inv(struct ibv_qp_ex *ex, uint32_t rkey)
 {
-	(void)rkey;
-	wr_unsupported(qpx(ex));
+	struct srn_send_wqe *w = wr_open(qpx(ex), IBV_WR_LOCAL_INV);
+
+	if (w)
+		w->rkey = rkey;
 }
 
 static void wr_bind_mw(struct ibv_qp_ex *ex, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *info)
 {
-	(void)mw;
-	(void)rkey;
-	(void)info;
-	wr_unsupported(qpx(ex));
+	struct srn_send_wqe *w = wr_open(qpx(ex), IBV_WR_BIND_MW);
+
+	if (w)
+		srn_mw_bind_to_wqe(w, mw, rkey, info);
 }
 
 static void wr_send_tso(struct ibv_qp_ex *ex, void *hdr, uint16_t hdr_sz,
@@ -220,13 +225,21 @@ static void wr_send_tso(struct ibv_qp_ex *ex, void *hdr, uint16_t hdr_sz,
 	wr_unsupported(qpx(ex));
 }
 
+/* RDMA ATOMIC WRITE: the 8 bytes are taken now, as inline data. */
 static void wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey,
 			    uint64_t raddr, const void *data)
 {
-	(void)rkey;
-	(void)raddr;
-	(void)data;
-	wr_unsupported(qpx(ex));
+	struct srn_send_wqe *w = wr_open(qpx(ex), IBV_WR_ATOMIC_WRITE);
+
+	if (!w)
+		return;
+	if (!data)
+		return wr_fail(qpx(ex), EINVAL);
+	w->rkey = rkey;
+	w->remote_addr = raddr;
+	memcpy(w->inline_data, data, 8);
+	w->length = 8;
+	w->send_flags |= IBV_SEND_INLINE;
 }
 
 static void wr_set_xrc_srqn(struct ibv_qp_ex *ex, uint32_t srqn)

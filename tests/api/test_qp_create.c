@@ -153,9 +153,9 @@ int main(void)
 		T_OK(qx && qx->wr_rdma_write && qx->wr_atomic_fetch_add, "qp_ex ops filled");
 		ibv_destroy_qp(qp);
 	}
-	ix.send_ops_flags = IBV_QP_EX_WITH_LOCAL_INV;
+	ix.send_ops_flags = IBV_QP_EX_WITH_TSO;
 	errno = 0;
-	T_OK(!ibv_create_qp_ex(ctx, &ix) && errno == EOPNOTSUPP, "LOCAL_INV op -> EOPNOTSUPP");
+	T_OK(!ibv_create_qp_ex(ctx, &ix) && errno == EOPNOTSUPP, "TSO op -> EOPNOTSUPP");
 	ix.qp_type = IBV_QPT_UD;
 	ix.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
 	errno = 0;

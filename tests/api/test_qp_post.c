@@ -141,8 +141,8 @@ int main(void)
 	sge[1].length = 64;
 	T_OK(post1(qp, &wr[1], &bad) == 0, "64 inline bytes");
 	chain(wr, sge, 1);
-	wr[0].opcode = IBV_WR_LOCAL_INV;
-	T_OK(post1(qp, wr, &bad) == EINVAL && bad == wr, "LOCAL_INV -> EINVAL");
+	wr[0].opcode = IBV_WR_TSO;
+	T_OK(post1(qp, wr, &bad) == EINVAL && bad == wr, "TSO on RC -> EINVAL");
 	chain(wr, sge, 1);
 	wr[0].send_flags = IBV_SEND_IP_CSUM;
 	T_OK(post1(qp, wr, &bad) == EINVAL, "IP_CSUM on RC -> EINVAL");
