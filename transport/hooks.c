@@ -330,7 +330,7 @@ void srn_qp_unlock(struct srn_qp *qp)
 			rc_tx_batch_flush();
 		pthread_mutex_unlock(&qp->lock);
 		/* The receiver puts its ACK in the box, then tries the lock
-		 * again (engine.c rx_lock_qp); we unlocked, then look in the
+		 * again (engine_rx.c rx_lock_qp); we unlocked, then look in the
 		 * box: with a full fence on both sides one of us sees the
 		 * other, so an ACK is never left in the box unseen.  (rc is
 		 * still ours to read: destroy frees it only under the lock,
