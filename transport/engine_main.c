@@ -36,9 +36,9 @@ static int wait_step(struct srn_engine *eng, struct epoll_event *ev, int max, ui
  * timeout. */
 static uint64_t wait_end(struct srn_engine *eng, const struct engine_defer *d, bool *step_end)
 {
-	uint64_t end = d->on ? d->since + d->step : 0;
+	uint64_t end = eng_rxp_step_end(&d->pol);
 
-	*step_end = d->on;
+	*step_end = end != 0;
 	if (__builtin_expect(eng->roce_retry_ns != 0, 0) && (!end || eng->roce_retry_ns < end)) {
 		end = eng->roce_retry_ns;
 		*step_end = false;
@@ -78,7 +78,7 @@ void *eng_main(void *arg)
 			/* the step is over (QP deadlines passed meanwhile
 			 * too, if the application stopped running them) */
 			srn_engine_run_qp_timers(eng, srn_now_ns());
-			eng_socket_ready(eng, &defer, false, true);
+			eng_rx_event(eng, &defer, ENG_EV_STEP_END);
 		}
 		if (n < 0 && errno != EINTR)
 			break;
@@ -92,7 +92,8 @@ void *eng_main(void *arg)
 
 				if (read(eng->kfd, &x, sizeof(x)) < 0 && errno != EAGAIN)
 					continue;
-				eng_cq_armed_kick(eng, &defer);
+				/* a CQ was armed while we deferred */
+				eng_rx_event(eng, &defer, ENG_EV_CQ_ARMED);
 				continue;
 			}
 			if (fd == eng->tfd) {
@@ -101,11 +102,10 @@ void *eng_main(void *arg)
 				if (read(eng->tfd, &x, sizeof(x)) < 0 && errno != EAGAIN)
 					continue;
 				eng_timer_fired(eng);
-				if (defer.on)
-					eng_socket_ready(eng, &defer, false, false);
+				eng_rx_event(eng, &defer, ENG_EV_TIMER);
 			} else if (fd == eng->udp.fd ||
 				   (eng->roce.fd >= 0 && fd == eng->roce.fd)) {
-				eng_socket_ready(eng, &defer, true, false);
+				eng_rx_event(eng, &defer, ENG_EV_SOCKET);
 			} else if (eng->link_fd >= 0 && fd == eng->link_fd) {
 				srn_link_watch_event(eng);
 			} else if (!eng->roce_port.held && eng->roce_port.fd >= 0 &&

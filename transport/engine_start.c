@@ -59,6 +59,7 @@ void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 }
+
 /* After work the engine keeps polling the socket (yielding its CPU
  * between reads that found nothing) for up to linger_ns since the last
  * packet before it goes back to sleep: under a stream of
@@ -68,7 +69,6 @@ void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
  * only take the CPU from the thread that sends the next packet; and it
  * stops as soon as an application thread receives inline.
  * SOFTRNIC_ENGINE_SPIN_US overrides the default. */
-enum { ENGINE_LINGER_NS = 30 * 1000 };
 uint64_t eng_linger_ns;
 int eng_linger_ncpu;
 /* Each engine thread reads these: set once, before any reads them. */
@@ -90,11 +90,10 @@ static void linger_init(void)
 	 * ib_write_lat (4 spinners on 2 CPUs); now that the engine threads
 	 * stay out of a polled exchange, and cpu_is_free() stops it while
 	 * threads wait for a CPU, it does not (measured). */
-	eng_linger_ns = ncpu > 1 ? ENGINE_LINGER_NS : 0;
+	eng_linger_ns = ncpu > 1 ? ENG_LINGER_NS : 0;
 	if (given)
 		eng_linger_ns = (uint64_t)us * 1000;
 }
-
 
 /* SOFTRNIC_ENGINE_RT=P (experimental): run the engine thread SCHED_FIFO
  * at priority P so a packet wakes it at once even when application

@@ -28,7 +28,7 @@ static void timer_program_locked(struct srn_engine *eng, uint64_t at_ns)
 
 /* A QP deadline: the QPs are scanned once it has passed (run_qp_timers).
  * While the engine defers to an application thread that polls (or did
- * within ENGINE_APP_GONE_NS), that thread runs them
+ * within ENG_APP_GONE_NS), that thread runs them
  * (srn_transport_progress) and the timer is left alone: a wake-up of the
  * engine thread would take a CPU from the poller, and setting a timer
  * costs ~6 us here; the deferral's step ends cover the case where the

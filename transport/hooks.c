@@ -9,6 +9,7 @@
 #include "net/registry.h"
 #include "net/shm_ring.h"
 #include "transport/direct.h"
+#include "transport/engine_policy.h"
 #include "transport/rc.h"
 #include "transport/steer.h"
 #include "verbs/shared_rings.h"
@@ -397,8 +398,7 @@ void srn_transport_kick_sq(struct srn_qp *qp)
 		 * keeps off the QP lock meanwhile); the run's own time
 		 * stamp, so no clock read here */
 		if (rc->req_tx_ns != sent)
-			atomic_store_explicit(&rc->eng->app_send_ns, rc->req_tx_ns,
-					      memory_order_relaxed);
+			srn_engine_ev_sent(rc->eng, rc->req_tx_ns);
 	}
 }
 
@@ -422,8 +422,8 @@ enum {
 	PROGRESS_SOCK_MAX_NS = 160 * 1000,
 };
 
-/* A poller whose socket reads found nothing PROGRESS_YIELD_EVERY times in
- * a row yields its CPU once.  What it waits for may need a thread that
+/* A poller whose socket reads found nothing ENG_POLL_YIELD_EVERY times in
+ * a row yields its CPU once (eng_poll_yields).  What it waits for may need a thread that
  * the scheduler queued behind it on the same CPU: a same-host peer's
  * engine thread, woken by our packets, then waits out our time slice,
  * 1-4 ms here, during which nothing moves (seen over UDP when both ends'
@@ -431,8 +431,6 @@ enum {
  * pinned to one CPU, 3.0-3.4 on two; unpinned, until the scheduler
  * spreads them, ~25 ms of such gaps per run).  A ping-pong's polls find
  * their packet after a few tries, so they never yield. */
-enum { PROGRESS_YIELD_EVERY = 32 };
-
 void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 {
 	struct srn_engine *eng = ctx->engine;
@@ -444,7 +442,7 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 	if (!eng || srn_wr_locks_held)
 		return;
 	/* tells the engine thread an application thread is receiving */
-	atomic_store_explicit(&eng->app_poll_ns, now, memory_order_relaxed);
+	srn_engine_ev_poll(eng, now);
 	/* QP deadlines that passed: while we poll, the engine thread leaves
 	 * them to us (srn_engine_arm) */
 	srn_engine_run_qp_timers(eng, now);
@@ -495,8 +493,8 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 			break;
 	}
 	srn_engine_rx_done(eng);
-	kick = eng->rx_drained && !eng->rx_reqs;
-	yield = !got && ++eng->poll_empty_run % PROGRESS_YIELD_EVERY == 0;
+	kick = eng_poll_kicks(eng->rx_drained, eng->rx_reqs);
+	yield = !got && eng_poll_yields(++eng->poll_empty_run);
 	if (got)
 		eng->poll_empty_run = 0;
 	if (eng->inbox) {
