@@ -167,6 +167,30 @@ static inline bool eng_poll_kicks(bool ack_drained, uint32_t requests)
 	return ack_drained && !requests;
 }
 
+/* With same-host traffic in the last ENG_SHM_RECENT_NS, a poll reads the
+ * socket only after a gap since its last look there: 0 while socket reads
+ * bring packets, else doubling from ENG_POLL_SOCK_MIN_NS up to
+ * ENG_POLL_SOCK_MAX_NS.  A recvmmsg costs more than a whole ring round
+ * trip, and a packet that arrives while the poller is in it waits. */
+enum { ENG_POLL_SOCK_MIN_NS = 20 * 1000, ENG_POLL_SOCK_MAX_NS = 160 * 1000 };
+
+static inline bool eng_poll_skips_sock(uint64_t shm_rx_ns, uint64_t last_look, uint64_t gap,
+				       uint64_t now)
+{
+	/* (the inbox's stamp may be later than now) */
+	return shm_rx_ns + ENG_SHM_RECENT_NS > now && now - last_look < gap;
+}
+
+/* The gap after a socket read that got packets, or none. */
+static inline uint64_t eng_poll_sock_gap(uint64_t gap, bool got)
+{
+	gap *= 2;
+	if (got)
+		return 0;
+	return gap < ENG_POLL_SOCK_MIN_NS ? ENG_POLL_SOCK_MIN_NS :
+	       gap > ENG_POLL_SOCK_MAX_NS ? ENG_POLL_SOCK_MAX_NS : gap;
+}
+
 /* A poll whose socket reads found nothing ENG_POLL_YIELD_EVERY times in a
  * row yields its CPU once (run: that count, after this poll). */
 enum { ENG_POLL_YIELD_EVERY = 32 };

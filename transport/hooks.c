@@ -410,18 +410,6 @@ void srn_transport_kick_rq(struct srn_qp *qp)
 		rc_flush_rq(rc);
 }
 
-/* srn_transport_progress: with same-host traffic in the last
- * PROGRESS_SHM_RECENT_NS, the socket is read only after a gap since the
- * last look: 0 while it brings packets, else doubling from
- * PROGRESS_SOCK_MIN_NS up to PROGRESS_SOCK_MAX_NS.  A recvmmsg costs
- * more than a whole ring round trip here, and a packet that arrives
- * while the poller is in it waits for it. */
-enum {
-	PROGRESS_SHM_RECENT_NS = 10 * 1000 * 1000,
-	PROGRESS_SOCK_MIN_NS = 20 * 1000,
-	PROGRESS_SOCK_MAX_NS = 160 * 1000,
-};
-
 /* A poller whose socket reads found nothing ENG_POLL_YIELD_EVERY times in
  * a row yields its CPU once (eng_poll_yields).  What it waits for may need a thread that
  * the scheduler queued behind it on the same CPU: a same-host peer's
@@ -469,9 +457,9 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 		 * thread still sees remote traffic through epoll). */
 		srn_engine_rx_shm(eng, 4 * ENGINE_BATCH);
 		/* (the inbox's time stamp may be later than now) */
-		if (watched || (atomic_load_explicit(&eng->shm_rx_ns, memory_order_relaxed) +
-					PROGRESS_SHM_RECENT_NS > now &&
-				now - eng->shm_sock_ns < eng->shm_sock_gap)) {
+		if (watched ||
+		    eng_poll_skips_sock(atomic_load_explicit(&eng->shm_rx_ns, memory_order_relaxed),
+					eng->shm_sock_ns, eng->shm_sock_gap, now)) {
 			pthread_mutex_unlock(&eng->rx_lock);
 			return;
 		}
@@ -497,12 +485,8 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 	yield = !got && eng_poll_yields(++eng->poll_empty_run);
 	if (got)
 		eng->poll_empty_run = 0;
-	if (eng->inbox) {
-		uint64_t gap = eng->shm_sock_gap * 2;
-
-		eng->shm_sock_gap = got ? 0 : gap < PROGRESS_SOCK_MIN_NS ? PROGRESS_SOCK_MIN_NS :
-					  gap > PROGRESS_SOCK_MAX_NS ? PROGRESS_SOCK_MAX_NS : gap;
-	}
+	if (eng->inbox)
+		eng->shm_sock_gap = eng_poll_sock_gap(eng->shm_sock_gap, got > 0);
 	pthread_mutex_unlock(&eng->rx_lock);
 	/* The receive ended with a plain ACK, alone, that emptied the send
 	 * queue of a QP conversing over one-sided operations (completer.c

@@ -476,6 +476,20 @@ static void test_app_side(void)
 		"gone: no poll for 1 ms");
 	T_CHECK(eng_app_sending(now - 49 * US, now) && !eng_app_sending(now - ENG_APP_SEND_NS, now),
 		"sending: within 50 us");
+	{
+		uint64_t gap = 0, want[] = { 20, 40, 80, 160, 160 };
+
+		for (int i = 0; i < 5; i++) {
+			gap = eng_poll_sock_gap(gap, false);
+			T_CHECK(gap == want[i] * US, "socket gap %d: %llu us, want %llu", i,
+				(unsigned long long)(gap / US), (unsigned long long)want[i]);
+		}
+		T_CHECK(eng_poll_sock_gap(gap, true) == 0, "a read that got packets: no gap");
+		T_CHECK(eng_poll_skips_sock(now - 1 * MS, now - 100 * US, 160 * US, now) &&
+			!eng_poll_skips_sock(now - 1 * MS, now - 160 * US, 160 * US, now) &&
+			!eng_poll_skips_sock(now - ENG_SHM_RECENT_NS, now - 1 * US, 160 * US, now),
+			"inbox busy: the socket waits for its gap; inbox quiet for 10 ms: read");
+	}
 	T_CHECK(eng_rxp_step_end(&(struct eng_rxp){ .owner = ENG_RX_DEFER, .since = 5, .step = 7 }) ==
 			12 && eng_rxp_step_end(&(struct eng_rxp){ .owner = ENG_RX_ENGINE }) == 0,
 		"the wait ends at the step's end only while deferring");
