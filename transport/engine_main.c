@@ -43,6 +43,15 @@ static uint64_t wait_end(struct srn_engine *eng, const struct engine_defer *d, b
 		end = eng->roce_retry_ns;
 		*step_end = false;
 	}
+	if (eng_roce6_wanted(eng)) {
+		uint64_t r6 = atomic_load_explicit(&eng->roce6_try_ns, memory_order_relaxed) +
+			      ROCE6_RETRY_NS;
+
+		if (!end || r6 < end) {
+			end = r6;
+			*step_end = false;
+		}
+	}
 	return end;
 }
 
@@ -104,6 +113,8 @@ void *eng_main(void *arg)
 				eng_timer_fired(eng);
 				eng_rx_event(eng, &defer, ENG_EV_TIMER);
 			} else if (fd == eng->udp.fd ||
+				   (eng->udp6.fd >= 0 && fd == eng->udp6.fd) ||
+				   (eng->roce6.fd >= 0 && fd == eng->roce6.fd) ||
 				   (eng->roce.fd >= 0 && fd == eng->roce.fd)) {
 				eng_rx_event(eng, &defer, ENG_EV_SOCKET);
 			} else if (eng->link_fd >= 0 && fd == eng->link_fd) {

@@ -73,6 +73,10 @@ static void arm_socket(struct srn_engine *eng, struct engine_defer *d)
 
 	d->parked = false;
 	arm_fd(eng, eng->udp.fd, op);
+	if (eng->udp6.fd >= 0)
+		arm_fd(eng, eng->udp6.fd, op);
+	if (eng->roce6.fd >= 0)
+		arm_fd(eng, eng->roce6.fd, op);
 	if (eng->roce.fd >= 0)
 		arm_fd(eng, eng->roce.fd, op);
 	/* (after the arm: see srn_engine_sock_unpark) */
@@ -92,6 +96,10 @@ static void park_socket(struct srn_engine *eng, struct engine_defer *d)
 		return;
 	d->parked = true;
 	epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->udp.fd, NULL);
+	if (eng->udp6.fd >= 0)
+		epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->udp6.fd, NULL);
+	if (eng->roce6.fd >= 0)
+		epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->roce6.fd, NULL);
 	if (eng->roce.fd >= 0)
 		epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->roce.fd, NULL);
 	/* (after the removal: see srn_engine_sock_unpark) */
@@ -348,6 +356,10 @@ void srn_engine_kick_spin(struct srn_engine *eng)
 		return;
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_spin_kicks], 1, memory_order_relaxed);
 	arm_fd(eng, eng->udp.fd, EPOLL_CTL_ADD);
+	if (eng->udp6.fd >= 0)
+		arm_fd(eng, eng->udp6.fd, EPOLL_CTL_ADD);
+	if (eng->roce6.fd >= 0)
+		arm_fd(eng, eng->roce6.fd, EPOLL_CTL_ADD);
 	if (eng->roce.fd >= 0 && atomic_load_explicit(&eng->remote_qps, memory_order_relaxed) > 0)
 		arm_fd(eng, eng->roce.fd, EPOLL_CTL_ADD);
 }
@@ -383,6 +395,10 @@ void srn_engine_sock_unpark(struct srn_engine *eng)
 		return;
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_sock_unparks], 1, memory_order_relaxed);
 	arm_fd(eng, eng->udp.fd, EPOLL_CTL_ADD);
+	if (eng->udp6.fd >= 0)
+		arm_fd(eng, eng->udp6.fd, EPOLL_CTL_ADD);
+	if (eng->roce6.fd >= 0)
+		arm_fd(eng, eng->roce6.fd, EPOLL_CTL_ADD);
 	if (eng->roce.fd >= 0)
 		arm_fd(eng, eng->roce.fd, EPOLL_CTL_ADD);
 }

@@ -72,6 +72,11 @@ void eng_roce_settle(struct srn_engine *eng);
 void eng_roce_try(struct srn_engine *eng);
 void eng_roce_watch_event(struct srn_engine *eng, uint32_t ev);
 void eng_roce_retry_due(struct srn_engine *eng);
+/* [IPv6]:4791: wanted (a QP talks to another host and we lack it), and
+ * the bind retried at most every ROCE6_RETRY_NS (any thread). */
+#define ROCE6_RETRY_NS (100 * 1000 * 1000ull)
+bool eng_roce6_wanted(struct srn_engine *eng);
+void eng_roce6_retry(struct srn_engine *eng, uint64_t now);
 
 /* ---- thread and settings (engine_start.c, engine_main.c) ------------------ */
 

@@ -101,6 +101,38 @@ void eng_roce_watch_event(struct srn_engine *eng, uint32_t ev)
 	}
 }
 
+/* [IPv6]:4791 has no takeover FIFO (net/roce_port.h): an engine with an
+ * IPv6 socket but not the port tries to bind it again, at most every
+ * ROCE6_RETRY_NS while its QPs have timers due or talk to another host
+ * (after the holder went, what other hosts send it goes unanswered until
+ * then, and is resent).
+ * From the engine or an application thread: set under rx_lock, as roce. */
+bool eng_roce6_wanted(struct srn_engine *eng)
+{
+	return __builtin_expect(eng->udp6.fd >= 0, 0) && eng->roce6.fd < 0 &&
+	       atomic_load_explicit(&eng->remote_qps, memory_order_relaxed) > 0;
+}
+
+void eng_roce6_retry(struct srn_engine *eng, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&eng->roce6_try_ns, memory_order_relaxed);
+	struct net_udp u;
+
+	if (eng->udp6.fd < 0 || eng->roce6.fd >= 0 || now - last < ROCE6_RETRY_NS ||
+	    !atomic_compare_exchange_strong(&eng->roce6_try_ns, &last, now))
+		return;
+	if (net_udp_open_at(&u, AF_INET6, eng->udp6.local.ip, SRN_ROCE_UDP_PORT))
+		return;
+	if (eng_epoll_add(eng->epfd, u.fd, EPOLLIN | EPOLLONESHOT)) {
+		net_udp_close(&u);
+		return;
+	}
+	pthread_mutex_lock(&eng->rx_lock);
+	eng->roce6 = u;
+	pthread_mutex_unlock(&eng->rx_lock);
+	srn_dbg(eng, "IPv6 UDP port %u taken", SRN_ROCE_UDP_PORT);
+}
+
 /* The takeover try due (engine thread). */
 void eng_roce_retry_due(struct srn_engine *eng)
 {
@@ -108,5 +140,7 @@ void eng_roce_retry_due(struct srn_engine *eng)
 		eng->roce_retry_ns = 0;
 		eng_roce_try(eng);
 	}
+	if (eng_roce6_wanted(eng))
+		eng_roce6_retry(eng, srn_now_ns());
 }
 

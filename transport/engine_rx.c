@@ -336,6 +336,20 @@ static int rx_sock(struct srn_engine *eng, int vlen)
 	int n = rx_sock_read(eng, &eng->udp, vlen, &h);
 	bool full = n == ENGINE_SOCK_BATCH;
 
+	/* IPv6 beside IPv4 (engine.h): read after udp, as roce below */
+	for (int k = 0; k < 2 && !full; k++) {
+		struct net_udp *u6 = k ? &eng->roce6 : &eng->udp6;
+		int r;
+
+		if (u6->fd < 0)
+			continue;
+		r = rx_sock_read(eng, u6, vlen, &h);
+		full = r == ENGINE_SOCK_BATCH;
+		n = full ? ENGINE_SOCK_BATCH : n + r;
+		if (!full && n >= ENGINE_SOCK_BATCH)
+			n = ENGINE_SOCK_BATCH - 1;
+	}
+
 	/* Port 4791 as a second socket (net/steer.h, or taken over): its
 	 * datagrams too, when one may come from another host for us (a
 	 * probe or a stray one waits for the engine thread).  A plain load

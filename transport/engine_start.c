@@ -53,11 +53,14 @@ void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
 	}
 	if (atomic_fetch_add(&lines, 1) >= 200)
 		return;
+	/* one write per line: the application may print to stderr too */
+	char line[512];
+	int n = snprintf(line, sizeof(line), "softrnic[%d]: ", (int)getpid());
+
 	va_start(ap, fmt);
-	fprintf(stderr, "softrnic[%d]: ", (int)getpid());
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
+	fprintf(stderr, "%s\n", line);
 }
 
 /* After work the engine keeps polling the socket (yielding its CPU
@@ -141,6 +144,8 @@ static void engine_free(struct srn_engine *eng)
 	srn_link_watch_stop(eng);
 	net_shm_inbox_destroy(eng->inbox);
 	net_udp_close(&eng->udp);
+	net_udp_close(&eng->udp6);
+	net_udp_close(&eng->roce6);
 	/* the sockets before the FIFO: an engine woken finds 4791 free */
 	net_udp_close(&eng->roce);
 	/* out of the group: the others count themselves again */
@@ -169,6 +174,27 @@ int eng_epoll_add(int epfd, int fd, uint32_t events)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* IPv6 beside IPv4 (engine.h, udp6): at udp's port number, so the port
+ * the registry holds for our QPs reaches us in both families.  Without
+ * it (the number taken in IPv6 by someone else) this engine speaks IPv4
+ * only and QPs with IPv6 paths see no answer: said in the debug log.
+ * Then [IPv6]:4791 if no one holds it (roce6). */
+static void open_udp6(struct srn_engine *eng, const struct srn_device *dev)
+{
+	int i = srn_dev_ipv6_src(dev), ret;
+
+	if (eng->udp.local.family != AF_INET || i < 0)
+		return;
+	ret = net_udp_open_at(&eng->udp6, AF_INET6, dev->gid[i].raw, eng->udp.local.port);
+	if (ret) {
+		srn_dbg(eng, "no IPv6 socket at port %u: %s", eng->udp.local.port,
+			strerror(-ret));
+		return;
+	}
+	if (net_udp_open_at(&eng->roce6, AF_INET6, dev->gid[i].raw, SRN_ROCE_UDP_PORT) == 0)
+		srn_dbg(eng, "IPv6 UDP port %u taken", SRN_ROCE_UDP_PORT);
+}
+
 int srn_engine_start(struct srn_context *ctx)
 {
 	struct srn_device *dev = ctx->dev;
@@ -183,6 +209,8 @@ int srn_engine_start(struct srn_context *ctx)
 	eng->ctx = ctx;
 	eng->epfd = eng->tfd = eng->efd = eng->kfd = eng->link_fd = -1;
 	eng->udp.fd = -1;
+	eng->udp6.fd = -1;
+	eng->roce6.fd = -1;
 	eng->roce.fd = -1;
 	eng->steer.fd = -1;
 	eng->roce_port.fd = -1;
@@ -246,6 +274,7 @@ int srn_engine_start(struct srn_context *ctx)
 	ret = -net_udp_open(&eng->udp, family, ip, srn_steer_open(eng, family, ip));
 	if (ret)
 		goto fail;
+	open_udp6(eng, dev);
 	if (eng->stats)
 		net_stats_set_port(eng->stats, eng->udp.local.port);
 	/* Same-host peers send through our inbox (net/shm_ring.h); without
@@ -263,6 +292,8 @@ int srn_engine_start(struct srn_context *ctx)
 	eng->kfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (eng->epfd < 0 || eng->tfd < 0 || eng->efd < 0 || eng->kfd < 0 ||
 	    eng_epoll_add(eng->epfd, eng->udp.fd, EPOLLIN | EPOLLONESHOT) ||
+	    (eng->udp6.fd >= 0 && eng_epoll_add(eng->epfd, eng->udp6.fd, EPOLLIN | EPOLLONESHOT)) ||
+	    (eng->roce6.fd >= 0 && eng_epoll_add(eng->epfd, eng->roce6.fd, EPOLLIN | EPOLLONESHOT)) ||
 	    eng_epoll_add(eng->epfd, eng->tfd, EPOLLIN) ||
 	    eng_epoll_add(eng->epfd, eng->efd, EPOLLIN) ||
 	    eng_epoll_add(eng->epfd, eng->kfd, EPOLLIN)) {

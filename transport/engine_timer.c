@@ -58,6 +58,7 @@ void srn_engine_arm(struct srn_engine *eng, uint64_t at_ns)
  * deferral steps fire far more often.  Any thread, no lock held. */
 void srn_engine_run_qp_timers(struct srn_engine *eng, uint64_t now)
 {
+	eng_roce6_retry(eng, now);
 	struct srn_rc_state **snap;
 	uint64_t next = 0, due;
 	uint32_t n;
