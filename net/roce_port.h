@@ -18,7 +18,7 @@
  * on a FIFO's read end once the last writer goes, provided a writer was
  * there when it was opened).  A hang-up while the holder lives (it keeps
  * no write end: not a softrnic engine of this kind) makes the engines try
- * again after a back-off (transport/engine.c).
+ * again after a back-off (transport/engine_roce.c).
  *
  * Why a FIFO and not an abstract Unix socket (no file): its listener
  * would keep one never-accepted connection per engine that ever waited,

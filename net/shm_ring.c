@@ -42,7 +42,7 @@
  * up the producer takes it down with an exchange and, only if it was the
  * one to do so, sends the owner a zero-length UDP datagram (the doorbell)
  * on its socket.  The engine treats a zero-length datagram as a wake-up
- * only (see transport/engine.c for how an application thread that reads
+ * only (see transport/engine_owner.c for how an application thread that reads
  * the doorbell itself passes it on).
  *
  * Inbox files are created 0600: only processes of the same user share the

@@ -37,7 +37,7 @@ enum {
  * an ephemeral port).  0 or -errno. */
 int net_udp_open(struct net_udp *u, int family, const uint8_t *ip, unsigned int flags);
 /* The same socket, but port 4791 only: 0, -EADDRINUSE while another socket
- * holds it (one not in our group), or another -errno (transport/engine.c
+ * holds it (one not in our group), or another -errno (transport/engine_roce.c
  * takes the port over with it when its holder goes, see net/roce_port.h,
  * or joins the group with NET_UDP_REUSEPORT). */
 int net_udp_open_roce(struct net_udp *u, int family, const uint8_t *ip, unsigned int flags);

@@ -211,7 +211,7 @@ static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 		if (rc->qp->sq.head == rc->qp->sq.tail && rc->epsn != rc->drain_epsn &&
 		    rq_empty(rc)) {
 			rc->drain_epsn = rc->epsn;
-			rc->eng->rx_drained = true;
+			srn_engine_ev_ack_drained(rc->eng);
 		}
 		return;
 	case 1: /* RNR NAK: psn is the request that found no receive WQE */

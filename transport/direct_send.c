@@ -320,7 +320,7 @@ static bool wake_write(int fd)
  * its completion channel.  Whoever takes the arm fires it: we, with a
  * byte into the channel's pipe after marking the ring (one wake-up: the
  * application's); or, where the pipe cannot be opened, the target's
- * engine, woken by a doorbell (a zero-length datagram; transport/engine.c
+ * engine, woken by a doorbell (a zero-length datagram; transport/engine_rx.c
  * passes it to srn_cq_notify_peers), which then wakes the application.
  * The fence pairs with the one after arming: the entry is stored before
  * armed is read. */

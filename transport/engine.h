@@ -70,7 +70,7 @@ struct srn_engine {
 	 * takes it (no group, no takeover) so other hosts reach its QPs
 	 * over IPv6; fd -1 otherwise.  Read and armed with udp6. */
 	struct net_udp roce6;
-	_Atomic uint64_t roce6_try_ns; /* last bind try of roce6 (engine.c) */
+	_Atomic uint64_t roce6_try_ns; /* last bind try of roce6 (engine_roce.c) */
 	struct net_registry *reg;    /* device-wide QPN -> port table */
 	/* Port 4791 as a second socket, received on like udp (what we
 	 * send leaves from udp): our place in the address's group of
@@ -161,6 +161,27 @@ uint64_t srn_now_ns(void);
 static inline bool srn_engine_holds_roce_port(const struct srn_engine *eng)
 {
 	return eng->udp.local.port == SRN_ROCE_UDP_PORT || eng->roce.fd >= 0;
+}
+
+/* Events for the receive policy (transport/engine_policy.h), from the
+ * application threads and the protocol code, which write no engine field
+ * themselves.  An application thread polls (srn_transport_progress): */
+static inline void srn_engine_ev_poll(struct srn_engine *eng, uint64_t now)
+{
+	atomic_store_explicit(&eng->app_poll_ns, now, memory_order_relaxed);
+}
+
+/* An application thread's post_send sent packets at at_ns. */
+static inline void srn_engine_ev_sent(struct srn_engine *eng, uint64_t at_ns)
+{
+	atomic_store_explicit(&eng->app_send_ns, at_ns, memory_order_relaxed);
+}
+
+/* During a poller's receive (rx_lock held): a plain ACK emptied the send
+ * queue of a QP conversing over one-sided operations (completer.c). */
+static inline void srn_engine_ev_ack_drained(struct srn_engine *eng)
+{
+	eng->rx_drained = true;
 }
 
 /* Make sure the engine wakes at or before at_ns and runs the QP timers

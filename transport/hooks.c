@@ -9,6 +9,7 @@
 #include "net/registry.h"
 #include "net/shm_ring.h"
 #include "transport/direct.h"
+#include "transport/engine_policy.h"
 #include "transport/rc.h"
 #include "transport/steer.h"
 #include "verbs/shared_rings.h"
@@ -336,7 +337,7 @@ void srn_qp_unlock(struct srn_qp *qp)
 			rc_tx_batch_flush();
 		pthread_mutex_unlock(&qp->lock);
 		/* The receiver puts its ACK in the box, then tries the lock
-		 * again (engine.c rx_lock_qp); we unlocked, then look in the
+		 * again (engine_rx.c rx_lock_qp); we unlocked, then look in the
 		 * box: with a full fence on both sides one of us sees the
 		 * other, so an ACK is never left in the box unseen.  (rc is
 		 * still ours to read: destroy frees it only under the lock,
@@ -403,8 +404,7 @@ void srn_transport_kick_sq(struct srn_qp *qp)
 		 * keeps off the QP lock meanwhile); the run's own time
 		 * stamp, so no clock read here */
 		if (rc->req_tx_ns != sent)
-			atomic_store_explicit(&rc->eng->app_send_ns, rc->req_tx_ns,
-					      memory_order_relaxed);
+			srn_engine_ev_sent(rc->eng, rc->req_tx_ns);
 	}
 }
 
@@ -416,20 +416,8 @@ void srn_transport_kick_rq(struct srn_qp *qp)
 		rc_flush_rq(rc);
 }
 
-/* srn_transport_progress: with same-host traffic in the last
- * PROGRESS_SHM_RECENT_NS, the socket is read only after a gap since the
- * last look: 0 while it brings packets, else doubling from
- * PROGRESS_SOCK_MIN_NS up to PROGRESS_SOCK_MAX_NS.  A recvmmsg costs
- * more than a whole ring round trip here, and a packet that arrives
- * while the poller is in it waits for it. */
-enum {
-	PROGRESS_SHM_RECENT_NS = 10 * 1000 * 1000,
-	PROGRESS_SOCK_MIN_NS = 20 * 1000,
-	PROGRESS_SOCK_MAX_NS = 160 * 1000,
-};
-
-/* A poller whose socket reads found nothing PROGRESS_YIELD_EVERY times in
- * a row yields its CPU once.  What it waits for may need a thread that
+/* A poller whose socket reads found nothing ENG_POLL_YIELD_EVERY times in
+ * a row yields its CPU once (eng_poll_yields).  What it waits for may need a thread that
  * the scheduler queued behind it on the same CPU: a same-host peer's
  * engine thread, woken by our packets, then waits out our time slice,
  * 1-4 ms here, during which nothing moves (seen over UDP when both ends'
@@ -437,8 +425,6 @@ enum {
  * pinned to one CPU, 3.0-3.4 on two; unpinned, until the scheduler
  * spreads them, ~25 ms of such gaps per run).  A ping-pong's polls find
  * their packet after a few tries, so they never yield. */
-enum { PROGRESS_YIELD_EVERY = 32 };
-
 void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 {
 	struct srn_engine *eng = ctx->engine;
@@ -450,7 +436,7 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 	if (!eng || srn_wr_locks_held)
 		return;
 	/* tells the engine thread an application thread is receiving */
-	atomic_store_explicit(&eng->app_poll_ns, now, memory_order_relaxed);
+	srn_engine_ev_poll(eng, now);
 	/* QP deadlines that passed: while we poll, the engine thread leaves
 	 * them to us (srn_engine_arm) */
 	srn_engine_run_qp_timers(eng, now);
@@ -477,9 +463,9 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 		 * thread still sees remote traffic through epoll). */
 		srn_engine_rx_shm(eng, 4 * ENGINE_BATCH);
 		/* (the inbox's time stamp may be later than now) */
-		if (watched || (atomic_load_explicit(&eng->shm_rx_ns, memory_order_relaxed) +
-					PROGRESS_SHM_RECENT_NS > now &&
-				now - eng->shm_sock_ns < eng->shm_sock_gap)) {
+		if (watched ||
+		    eng_poll_skips_sock(atomic_load_explicit(&eng->shm_rx_ns, memory_order_relaxed),
+					eng->shm_sock_ns, eng->shm_sock_gap, now)) {
 			pthread_mutex_unlock(&eng->rx_lock);
 			return;
 		}
@@ -501,16 +487,12 @@ void srn_transport_progress(struct srn_context *ctx, uint64_t now)
 			break;
 	}
 	srn_engine_rx_done(eng);
-	kick = eng->rx_drained && !eng->rx_reqs;
-	yield = !got && ++eng->poll_empty_run % PROGRESS_YIELD_EVERY == 0;
+	kick = eng_poll_kicks(eng->rx_drained, eng->rx_reqs);
+	yield = !got && eng_poll_yields(++eng->poll_empty_run);
 	if (got)
 		eng->poll_empty_run = 0;
-	if (eng->inbox) {
-		uint64_t gap = eng->shm_sock_gap * 2;
-
-		eng->shm_sock_gap = got ? 0 : gap < PROGRESS_SOCK_MIN_NS ? PROGRESS_SOCK_MIN_NS :
-					  gap > PROGRESS_SOCK_MAX_NS ? PROGRESS_SOCK_MAX_NS : gap;
-	}
+	if (eng->inbox)
+		eng->shm_sock_gap = eng_poll_sock_gap(eng->shm_sock_gap, got > 0);
 	pthread_mutex_unlock(&eng->rx_lock);
 	/* The receive ended with a plain ACK, alone, that emptied the send
 	 * queue of a QP conversing over one-sided operations (completer.c

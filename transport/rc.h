@@ -502,9 +502,9 @@ int mcast_send_prepare(struct srn_engine *eng);
 bool mcast_gid_to_ip(const union ibv_gid *gid, int *family, uint8_t ip[16]);
 void mcast_engine_stop(struct srn_engine *eng);
 
-/* engine.c: process one received datagram (also for mcast.c's sockets). */
+/* engine_rx.c: process one received datagram (also for mcast.c's sockets). */
 void srn_engine_rx_msg(struct srn_engine *eng, struct net_udp_msg *m);
-/* engine.c: a QP of this engine by number, pinned (NULL if none). */
+/* engine_rx.c: a QP of this engine by number, pinned (NULL if none). */
 struct srn_rc_state *srn_engine_get_qp(struct srn_engine *eng, uint32_t qpn);
 void srn_engine_put_qp(struct srn_rc_state *rc);
 

@@ -414,7 +414,7 @@ int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 	if (net_pcap_enabled()) {
 		/* Captures show the RoCE view: the receiving NIC at 4791,
 		 * whatever local port the peer's engine really listens on
-		 * (see rx_one in engine.c). */
+		 * (see rx_one in engine_rx.c). */
 		struct wire_l3 l3 = rc->l3;
 
 		l3.dport = SRN_ROCE_UDP_PORT;

@@ -236,7 +236,7 @@ bool srn_cq_armed(struct srn_cq *cq);
  * only needs IBV_WC_... solicited).  On a full ring: marks overrun, raises
  * IBV_EVENT_CQ_ERR once and returns -ENOSPC.  Takes cq->lock. */
 int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited);
-/* A same-host peer's doorbell came (transport/engine.c): fire the
+/* A same-host peer's doorbell came (transport/engine_rx.c): fire the
  * channel of every armed CQ a peer has completed into. */
 void srn_cq_notify_peers(struct srn_context *ctx);
 /* Drop the completions of QP qpn waiting in cq (the QP went to RESET).

@@ -52,7 +52,7 @@ fi
 # Two processes per namespace at once: [IPv6]:4791 has one holder per
 # address (no steering group), which hands the other process's packets
 # on through its inbox (transport/qp_forward.c), and when it goes the
-# other binds the port (engine.c, roce6_retry).  Both pairs must pass,
+# other binds the port (engine_roce.c, eng_roce6_retry).  Both pairs must pass,
 # and a server must have held the port.
 p1=$(t_port); p2=$((p1 + 1))
 t_ns_pair "two1" 60 "ibv_rc_pingpong -d srn_vA -g $ga -p $p1 -n 300 -s 4096" \
