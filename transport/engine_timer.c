@@ -56,6 +56,9 @@ void srn_engine_arm(struct srn_engine *eng, uint64_t at_ns)
 /* Every QP is looked at (under its lock, which an application thread may
  * hold) only once the earliest QP deadline has passed: the engine's
  * deferral steps fire far more often.  Any thread, no lock held. */
+/* How soon a QP found locked by another thread is looked at again. */
+#define TIMER_BUSY_RETRY_NS (200 * 1000ull)
+
 void srn_engine_run_qp_timers(struct srn_engine *eng, uint64_t now)
 {
 	eng_roce6_retry(eng, now);
@@ -92,7 +95,18 @@ void srn_engine_run_qp_timers(struct srn_engine *eng, uint64_t now)
 	for (uint32_t i = 0; i < n; i++) {
 		struct srn_rc_state *rc = snap[i];
 
-		pthread_mutex_lock(&rc->qp->lock);
+		/* A QP whose lock a thread holds (in post_send, or between
+		 * ibv_wr_start and ibv_wr_complete) is looked at again shortly:
+		 * waiting for it here would stop this thread from reading the
+		 * socket, and the other QPs' ACKs with it. */
+		if (pthread_mutex_trylock(&rc->qp->lock)) {
+			uint64_t t = srn_now_ns() + TIMER_BUSY_RETRY_NS;
+
+			if (!next || t < next)
+				next = t;
+			eng_put_qp(rc);
+			continue;
+		}
 		/* (an ACK left in the box first: no retry for what it acks) */
 		completer_ack_box_take(rc);
 		if (!rc->dead) {
