@@ -313,16 +313,10 @@ static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold
 	l3.dport = m->to.port ? m->to.port : eng->udp.local.port;
 	l3.ttl_hop = 64;
 	l3.ip_id = m->id_hint;
-	if (net_pcap_enabled()) {
-		/* Several processes share one IP, so engines listen on their
-		 * own ports; a capture shows each as a RoCE NIC at 4791 so
-		 * that `-d udp.port==4791,infiniband` decodes every packet.
-		 * (The ICRC in the file was computed over the real ports.) */
+	if (srn_cap_active(&eng->cap)) {
 		struct iovec iov = { m->buf, m->len };
-		struct wire_l3 shown = l3;
 
-		shown.dport = SRN_ROCE_UDP_PORT;
-		net_pcap_write(&shown, &iov, 1);
+		srn_cap_packet(eng, NET_CAP_RX, pkt.dqpn, &l3, &iov, 1);
 	}
 	if (wire_icrc_verify(&l3, m->buf, m->len, &id) < 0) {
 		eng->cnt[SRN_CNT_rx_drop_icrc]++;
@@ -1373,6 +1367,7 @@ static void *engine_main(void *arg)
 
 static void engine_free(struct srn_engine *eng)
 {
+	srn_cap_fini(eng);
 	if (eng->epfd >= 0)
 		close(eng->epfd);
 	if (eng->tfd >= 0)
@@ -1424,6 +1419,7 @@ int srn_engine_start(struct srn_context *ctx)
 	if (!eng)
 		return ENOMEM;
 	eng->ctx = ctx;
+	eng->cap.word = &eng->cap.own_word; /* (until srn_cap_init) */
 	eng->epfd = eng->tfd = eng->efd = eng->kfd = eng->link_fd = -1;
 	eng->udp.fd = -1;
 	eng->roce.fd = -1;
@@ -1491,6 +1487,7 @@ int srn_engine_start(struct srn_context *ctx)
 		goto fail;
 	if (eng->stats)
 		net_stats_set_port(eng->stats, eng->udp.local.port);
+	srn_cap_init(eng);
 	/* Same-host peers send through our inbox (net/shm_ring.h); without
 	 * one they use the socket. */
 	if (net_shm_allowed()) {

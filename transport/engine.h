@@ -18,6 +18,7 @@
 #include "net/stats_shm.h"
 #include "net/steer.h"
 #include "net/udp.h"
+#include "transport/capture.h"
 #include "verbs/srn.h"
 
 /* Every drop, NAK and retry has a named counter (per engine and per QP). */
@@ -142,6 +143,7 @@ struct srn_engine {
 	 * for `softrnic stats`, or private memory if it could not be made. */
 	_Atomic uint64_t *cnt;
 	struct net_stats *stats;
+	struct srn_capture cap;      /* packet captures (transport/capture.h) */
 };
 
 uint64_t srn_now_ns(void);
