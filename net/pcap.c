@@ -156,7 +156,7 @@ void net_pcap_write(unsigned int dir, const struct wire_l3 *l3, const struct iov
 	clock_gettime(CLOCK_REALTIME, &now);
 
 	pthread_mutex_lock(&pcap_lock);
-	if (!pcap_file || (dir == PCAPNG_DIR_IN && from_local_locked(l3))) {
+	if (!pcap_file || (dir == PCAPNG_DIR_IN && !comment && from_local_locked(l3))) {
 		pthread_mutex_unlock(&pcap_lock);
 		return;
 	}

@@ -32,10 +32,11 @@ enum { NET_PCAP_MAX_IOV = 64 };
 
 /* Append one RoCE packet (iov covers BTH .. ICRC inclusive, at most
  * NET_PCAP_MAX_IOV pieces) as a frame with the IP/UDP headers rebuilt
- * from l3, dir a PCAPNG_DIR_* (net/pcapng.h), comment NULL or a note.  Flushed per packet, so a
+ * from l3, dir a PCAPNG_DIR_* (net/pcapng.h), comment NULL for a real
+ * packet or a note for one that stands for something else.  Flushed per packet, so a
  * killed process leaves a readable file.  No-op when no capture is open,
- * and for a received packet whose source is an engine of this process
- * (net_pcap_local); write errors stop the capture rather than the data
+ * and for a real received packet whose source is an engine of this
+ * process (net_pcap_local); write errors stop the capture rather than the data
  * path. */
 void net_pcap_write(unsigned int dir, const struct wire_l3 *l3, const struct iovec *iov,
 		    int iovcnt, const char *comment);

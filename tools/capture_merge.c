@@ -15,6 +15,7 @@ struct pend {
 	struct net_cap_rec *r;          /* a copy, header and bytes */
 	uint64_t key, seen_ns;
 	uint32_t other_pid;             /* the partner's pid, 0: none yet */
+	uint32_t other_qpn;             /* and its QP */
 	int64_t next;                   /* same bucket, older (-1: end) */
 };
 
@@ -118,6 +119,7 @@ int capture_merge_add(struct capture_merge *m, const struct net_cap_rec *r, uint
 		p = find(m, r, key, other, 0);
 		if (p) {
 			p->other_pid = r->pid ? r->pid : 1;
+			p->other_qpn = r->qpn;
 			m->n.paired++;
 			return 0;
 		}
@@ -137,6 +139,7 @@ int capture_merge_add(struct capture_merge *m, const struct net_cap_rec *r, uint
 	p->key = key;
 	p->seen_ns = now_ns;
 	p->other_pid = 0;
+	p->other_qpn = 0;
 	p->next = m->bucket[key % BUCKETS];
 	m->bucket[key % BUCKETS] = m->tail++;
 	return 0;
@@ -172,8 +175,8 @@ static int write_one(struct capture_merge *m, const struct pend *p)
 		break;
 	case NET_CAP_TX:
 		if (p->other_pid)
-			snprintf(note, sizeof(note), "softrnic: pid %u qp %u -> pid %u", r->pid,
-				 r->qpn, p->other_pid);
+			snprintf(note, sizeof(note), "softrnic: pid %u qp %u -> pid %u qp %u",
+				 r->pid, r->qpn, p->other_pid, p->other_qpn);
 		else
 			snprintf(note, sizeof(note),
 				 "softrnic: pid %u qp %u -> (no receiver on this device)", r->pid,
@@ -182,8 +185,8 @@ static int write_one(struct capture_merge *m, const struct pend *p)
 		break;
 	default:
 		if (p->other_pid) {
-			snprintf(note, sizeof(note), "softrnic: pid %u -> pid %u qp %u",
-				 p->other_pid, r->pid, r->qpn);
+			snprintf(note, sizeof(note), "softrnic: pid %u qp %u -> pid %u qp %u",
+				 p->other_pid, p->other_qpn, r->pid, r->qpn);
 		} else {
 			snprintf(note, sizeof(note),
 				 "softrnic: (not sent by softrnic here) -> pid %u qp %u", r->pid,
