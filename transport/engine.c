@@ -43,25 +43,16 @@ uint64_t srn_now_ns(void)
 
 void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
 {
-	static _Atomic uint64_t window_start, lines;
-	uint64_t now;
+	static struct srn_ratelimit rl = { .reason = "debug", .per_sec = 200 };
+	char msg[512];
 	va_list ap;
 
-	if (!eng || !eng->debug)
-		return;
-	/* at most 200 lines per second */
-	now = srn_now_ns();
-	if (now - atomic_load(&window_start) > 1000000000ull) {
-		atomic_store(&window_start, now);
-		atomic_store(&lines, 0);
-	}
-	if (atomic_fetch_add(&lines, 1) >= 200)
+	if (!srn_log_on(eng, SRN_LOG_DEBUG))
 		return;
 	va_start(ap, fmt);
-	fprintf(stderr, "softrnic[%d]: ", (int)getpid());
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	srn_log(eng, SRN_LOG_DEBUG, &rl, "%s", msg);
 }
 
 /* Program the timerfd for at_ns unless it fires earlier already
@@ -301,8 +292,17 @@ static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold
 	}
 	if (wire_decode(m->buf, m->len, &pkt) < 0) {
 		eng->cnt[SRN_CNT_rx_drop_decode]++;
-		srn_dbg(eng, "drop: undecodable packet of %u bytes", m->len);
+		static struct srn_ratelimit rl = { .reason = "drop: undecodable" };
+
+		srn_log(eng, SRN_LOG_DEBUG, &rl, "drop: undecodable packet of %u bytes from port %u",
+			m->len, m->from.port);
 		return;
+	}
+	if (eng->log_level >= SRN_LOG_TRACE) {
+		static struct srn_ratelimit rl = { .reason = "rx" };
+
+		srn_log(eng, SRN_LOG_TRACE, &rl, "qp %u psn %u: rx %s, %u bytes from port %u",
+			pkt.dqpn, pkt.psn, wire_opcodes[pkt.opcode].name, m->len, m->from.port);
 	}
 	memset(&l3, 0, sizeof(l3));
 	l3.family = m->from.family;
@@ -320,8 +320,10 @@ static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold
 	}
 	if (wire_icrc_verify(&l3, m->buf, m->len, &id) < 0) {
 		eng->cnt[SRN_CNT_rx_drop_icrc]++;
-		srn_dbg(eng, "drop: bad ICRC (%s psn %u)", wire_opcodes[pkt.opcode].name,
-			pkt.psn);
+		static struct srn_ratelimit rl = { .reason = "drop: bad ICRC" };
+
+		srn_log(eng, SRN_LOG_DEBUG, &rl, "qp %u psn %u: drop: bad ICRC (%s)", pkt.dqpn,
+			pkt.psn, wire_opcodes[pkt.opcode].name);
 		return;
 	}
 	svc = pkt.opcode & 0xe0;
@@ -353,7 +355,10 @@ static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold
 		return; /* another engine of this host owns the QP */
 	if (!rc) {
 		eng->cnt[SRN_CNT_rx_drop_no_qp]++;
-		srn_dbg(eng, "drop: no QP %u", pkt.dqpn);
+		static struct srn_ratelimit rl = { .reason = "drop: no such QP" };
+
+		srn_log(eng, SRN_LOG_DEBUG, &rl, "qp %u psn %u: drop: no such QP (%s)", pkt.dqpn,
+			pkt.psn, wire_opcodes[pkt.opcode].name);
 		return;
 	}
 	switch (rx_lock_qp(rc, &pkt)) {
@@ -1425,7 +1430,8 @@ int srn_engine_start(struct srn_context *ctx)
 	eng->roce.fd = -1;
 	eng->steer.fd = -1;
 	eng->roce_port.fd = -1;
-	eng->debug = srn_log_debug();
+	eng->log_level = srn_log_level();
+	eng->debug = eng->log_level >= SRN_LOG_DEBUG;
 	pthread_mutex_init(&eng->rx_lock, NULL);
 	pthread_mutex_init(&eng->qps_lock, NULL);
 	pthread_mutex_init(&eng->timer_lock, NULL);
