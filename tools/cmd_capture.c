@@ -248,7 +248,7 @@ static int capture_run(int argc, char **argv)
 
 const struct cli_cmd cli_capture = {
 	.name = "capture",
-	.summary = "write every RoCEv2 packet of the host's softrnic processes to a pcapng file",
+	.summary = "every RoCEv2 packet of this host's processes into one pcapng file",
 	.run = capture_run,
 	.usage = capture_usage,
 };
