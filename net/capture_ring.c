@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "net/proc.h"
-#include "net/shm_sweep.h"
+#include <time.h>
 
 static void ring_path(char *buf, size_t n, const char *dev)
 {
@@ -21,6 +21,25 @@ static void ring_path(char *buf, size_t n, const char *dev)
 static uint32_t rec_len(uint32_t roce_len)
 {
 	return (uint32_t)((sizeof(struct net_cap_rec) + roce_len + 15u) & ~15u);
+}
+
+/* The ring of a tool that died is free again, even while engines still
+ * write into it (so not net_shm_sweep, which waits for quiet): complete
+ * (magic set) or old, with an owner that is gone. */
+static bool ring_stale(const char *path)
+{
+	struct net_cap_head h;
+	struct stat st;
+	bool stale = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h))
+		stale = (atomic_load(&h.magic) == NET_CAP_MAGIC || st.st_mtime + 5 < time(NULL)) &&
+			!net_proc_word_alive(h.owner);
+	close(fd);
+	return stale;
 }
 
 int net_cap_create(struct net_cap *c, const char *dev, uint64_t size, uint32_t gen)
@@ -34,9 +53,11 @@ int net_cap_create(struct net_cap *c, const char *dev, uint64_t size, uint32_t g
 	if (!gen || size < 65536 || (size & (size - 1)))
 		return -EINVAL;
 	ring_path(path, sizeof(path), dev);
-	/* the ring of a tool that died is free again */
-	net_shm_sweep(path + strlen("/dev/shm/"), offsetof(struct net_cap_head, owner));
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == EEXIST && ring_stale(path)) {
+		unlink(path);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	}
 	if (fd < 0)
 		return errno == EEXIST ? -EBUSY : -errno;
 	if (ftruncate(fd, (off_t)len) < 0) {

@@ -197,6 +197,8 @@ int net_stats_mark_capture(const char *path, uint32_t from, uint32_t to)
 		return -e;
 	if (atomic_load(&h->magic) != NET_STATS_MAGIC || h->version != NET_STATS_VERSION)
 		ret = -EPROTO;
+	else if (from == NET_STATS_CAPTURE_ANY)
+		ret = atomic_exchange(&h->capture, to) != to;
 	else
 		ret = atomic_compare_exchange_strong(&h->capture, &from, to);
 	munmap(h, sizeof(*h));

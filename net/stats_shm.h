@@ -70,8 +70,10 @@ int net_stats_view_open(const char *path, struct net_stats_view *v);
 void net_stats_view_close(struct net_stats_view *v);
 
 /* softrnic capture: in the stats file at path, swap the capture word
- * from `from` to `to`.  1 if swapped, 0 if it held something else,
+ * from `from` (NET_STATS_CAPTURE_ANY: whatever it holds but `to`) to
+ * `to`.  1 if swapped, 0 if it held something else (or `to` already),
  * -errno if the file is not a stats file it may write. */
+#define NET_STATS_CAPTURE_ANY UINT32_MAX
 int net_stats_mark_capture(const char *path, uint32_t from, uint32_t to);
 
 #endif

@@ -204,7 +204,9 @@ static int capture_run(int argc, char **argv)
 		uint64_t now = mono_ns();
 
 		if (now >= next_mark) {
-			mark_engines(dev, 0, gen);
+			/* (a word a killed capture left set is ours now:
+			 * only one capture of a device lives at a time) */
+			mark_engines(dev, NET_STATS_CAPTURE_ANY, gen);
 			next_mark = now + MARK_EVERY_NS;
 		}
 		stalled = drain(&ring, m, &stall);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "net/clock.h"
+#include "net/proc.h"
 #include "transport/engine.h"
 #include "transport/rc.h"
 
@@ -25,7 +26,7 @@ void srn_cap_init(struct srn_engine *eng)
 	if (net_cap_attach(&ring, c->dev) == 0) {
 		uint32_t gen = ring.h->gen;
 
-		if (atomic_load(&ring.h->active)) {
+		if (atomic_load(&ring.h->active) && net_proc_word_alive(ring.h->owner)) {
 			uint32_t zero = 0;
 
 			atomic_compare_exchange_strong(c->word, &zero, gen);
@@ -99,7 +100,10 @@ static void to_ring(struct srn_engine *eng, unsigned int kind, uint32_t flags, u
 	meta.dport = l3->dport;
 	memcpy(meta.src, l3->src, 16);
 	memcpy(meta.dst, l3->dst, 16);
-	net_cap_put(ring, &meta, iov, n);
+	/* full: a slow tool, or one killed before it could unmark us; in
+	 * that case stop here (another capture marks us again) */
+	if (!net_cap_put(ring, &meta, iov, n) && !net_proc_word_alive(ring->h->owner))
+		atomic_compare_exchange_strong(eng->cap.word, &gen, 0);
 }
 
 void srn_cap_packet(struct srn_engine *eng, unsigned int kind, uint32_t qpn,

@@ -14,9 +14,10 @@ N=20 SIZE=4096 MTU=1024
 SEG=$((SIZE / MTU))
 DECODE=(-d udp.port==4791,infiniband -Y infiniband)
 
-# capture_start FILE: the tool in the background, ready when it says so.
+# capture_start FILE: the tool in the background, ready when it says so
+# (bounded by its own -t; CAP_PID is the tool's, to signal).
 capture_start() {
-	timeout -k 2 60 "$SOFTRNIC" capture -w "$1" -d srn_lo -t 50 >"$1.log" 2>&1 &
+	"$SOFTRNIC" capture -w "$1" -d srn_lo -t 50 >"$1.log" 2>&1 &
 	CAP_PID=$!
 	for _ in $(seq 100); do
 		grep -q "capturing" "$1.log" 2>/dev/null && return 0
@@ -105,6 +106,30 @@ resp=$(echo "$ops" | awk '$2 >= 13 && $2 <= 16 {s += $1} END {print s + 0}')
 [ "${req:-0}" -ge 5 ] && [ "$resp" -ge "$req" ] &&
 	t_pass "RDMA READ: $req requests, $resp response packets" ||
 	t_fail "RDMA READ: ${req:-0} requests, $resp responses"
+
+# a capture killed with SIGKILL: the next one takes over its ring and the
+# engines it had marked, while the traffic goes on
+port=$(t_port)
+timeout -k 2 30 "$SOFTRNIC" run -- ib_write_bw -d srn_lo -x 0 -F -p "$port" -s 64 -D 4 \
+	>"$T_TMP/kill.server" 2>&1 &
+kpid=$!
+sleep "$T_START_WAIT"
+timeout -k 2 30 "$SOFTRNIC" run -- ib_write_bw -d srn_lo -x 0 -F -p "$port" -s 64 -D 4 \
+	127.0.0.1 >"$T_TMP/kill.client" 2>&1 &
+kcpid=$!
+capture_start "$T_TMP/killed.pcapng" || t_fail "capture did not start (kill)"
+sleep 1
+kill -KILL "$CAP_PID"; wait "$CAP_PID" 2>/dev/null
+"$SOFTRNIC" capture -w "$T_TMP/after.pcapng" -d srn_lo -t 1 >"$T_TMP/after.log" 2>&1; rc=$?
+wait "$kcpid"; kc=$?
+wait "$kpid"; ks=$?
+got=$(tshark -r "$T_TMP/after.pcapng" "${DECODE[@]}" -T fields -e infiniband.bth.opcode 2>/dev/null |
+	grep -c .)
+[ $rc -eq 0 ] && [ "$got" -gt 0 ] &&
+	t_pass "after a killed capture, the next one sees the running engines ($got packets in 1 s)" ||
+	{ t_fail "after a killed capture: exit $rc, $got packets"; cat "$T_TMP/after.log"; }
+[ $kc -eq 0 ] && [ $ks -eq 0 ] && t_pass "ib_write_bw unharmed by a killed capture" ||
+	t_fail "ib_write_bw exit $ks/$kc around a killed capture"
 
 # bad usage and a file that cannot be made
 "$SOFTRNIC" capture -d srn_lo >/dev/null 2>&1; rc=$?
