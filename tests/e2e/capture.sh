@@ -4,7 +4,8 @@
 # nothing malformed, every SEND segment and ACK exactly once, half of
 # the data each way between the two processes, every packet marked as
 # sent here (outbound), and on the default path every packet marked as
-# synthesized (the direct path sends none), on udp none.  Also: READs,
+# synthesized (the direct path sends none), on udp none.  Also: READs, a
+# capture killed with SIGKILL during traffic (the next one takes over),
 # bad usage, a missing directory, a second capture of the device.
 # (SOFTRNIC_PCAP within one process: tests/api/test_pcap_self.c.)
 . "$(dirname "$0")/../lib/e2e.sh"
@@ -118,15 +119,19 @@ timeout -k 2 30 "$SOFTRNIC" run -- ib_write_bw -d srn_lo -x 0 -F -p "$port" -s 6
 	127.0.0.1 >"$T_TMP/kill.client" 2>&1 &
 kcpid=$!
 capture_start "$T_TMP/killed.pcapng" || t_fail "capture did not start (kill)"
-sleep 1
+# kill it once the traffic shows in its file (more than the headers)
+for _ in $(seq 100); do
+	[ "$(stat -c %s "$T_TMP/killed.pcapng" 2>/dev/null || echo 0)" -gt 4096 ] && break
+	sleep 0.05
+done
 kill -KILL "$CAP_PID"; wait "$CAP_PID" 2>/dev/null
-"$SOFTRNIC" capture -w "$T_TMP/after.pcapng" -d srn_lo -t 0.3 >"$T_TMP/after.log" 2>&1; rc=$?
+"$SOFTRNIC" capture -w "$T_TMP/after.pcapng" -d srn_lo -t 0.5 >"$T_TMP/after.log" 2>&1; rc=$?
 wait "$kcpid"; kc=$?
 wait "$kpid"; ks=$?
 got=$(tshark -r "$T_TMP/after.pcapng" "${DECODE[@]}" -T fields -e infiniband.bth.opcode 2>/dev/null |
 	grep -c .)
 [ $rc -eq 0 ] && [ "$got" -gt 0 ] &&
-	t_pass "after a killed capture, the next one sees the running engines ($got packets in 0.3 s)" ||
+	t_pass "after a killed capture, the next one sees the running engines ($got packets in 0.5 s)" ||
 	{ t_fail "after a killed capture: exit $rc, $got packets"; cat "$T_TMP/after.log"; }
 [ $kc -eq 0 ] && [ $ks -eq 0 ] && t_pass "ib_write_bw unharmed by a killed capture" ||
 	t_fail "ib_write_bw exit $ks/$kc around a killed capture"
