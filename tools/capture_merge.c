@@ -9,7 +9,7 @@
 #include "net/pcapng.h"
 #include "wire/wire.h"
 
-enum { BUCKETS = 4096, ROCE_PORT = 4791 };
+enum { BUCKETS = 65536, ROCE_PORT = 4791 };
 
 struct pend {
 	struct net_cap_rec *r;          /* a copy, header and bytes */

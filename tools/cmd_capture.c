@@ -28,6 +28,7 @@ enum {
 	MARK_EVERY_NS = 100 * 1000 * 1000,  /* look for new engines */
 	STALL_NS = 1000 * 1000 * 1000,      /* a record half-written this long */
 	MAX_SECONDS = 24 * 3600,
+	DRAIN_BATCH = 8192,
 };
 
 static volatile sig_atomic_t stop;
@@ -99,17 +100,21 @@ static int first_device(char *out, size_t n)
 	return 0;
 }
 
-/* Everything complete in the ring into the merge.  1 if a record stalls. */
+/* What is complete in the ring into the merge, at most DRAIN_BATCH
+ * records (producers may be faster than us: the file must still move).
+ * 1 if a record stalls. */
 static int drain(struct net_cap *ring, struct capture_merge *m, uint64_t *stall_since)
 {
 	const struct net_cap_rec *r;
 	uint64_t now = mono_ns();
+	int n;
 
-	while ((r = net_cap_next(ring))) {
+	for (n = 0; n < DRAIN_BATCH && (r = net_cap_next(ring)); n++) {
 		capture_merge_add(m, r, now);
 		net_cap_next_done(ring, r);
 	}
-	if (atomic_load(&ring->h->tail) == atomic_load(&ring->h->head)) {
+	/* a stall: records reserved, the next one not committed for long */
+	if (n || atomic_load(&ring->h->tail) == atomic_load(&ring->h->head)) {
 		*stall_since = 0;
 		return 0;
 	}
@@ -211,7 +216,8 @@ static int capture_run(int argc, char **argv)
 		}
 		stalled = drain(&ring, m, &stall);
 		werr = capture_merge_flush(m, mono_ns(), 0);
-		nanosleep(&nap, NULL);
+		if (atomic_load(&ring.h->tail) == atomic_load(&ring.h->head))
+			nanosleep(&nap, NULL);
 	}
 	/* unmark, then what was on its way */
 	mark_engines(dev, gen, 0);
@@ -220,8 +226,14 @@ static int capture_run(int argc, char **argv)
 		struct timespec nap = { 0, 1000 * 1000 };
 
 		stalled = drain(&ring, m, &stall);
-		nanosleep(&nap, NULL);
+		if (atomic_load(&ring.h->tail) == atomic_load(&ring.h->head))
+			nanosleep(&nap, NULL);
 	}
+	/* (bounded: producers stopped at active = 0; what they began is
+	 * committed within microseconds) */
+	for (int i = 0; i < 1000 && !stalled &&
+	     atomic_load(&ring.h->tail) != atomic_load(&ring.h->head); i++)
+		stalled = drain(&ring, m, &stall);
 	if (!werr)
 		werr = capture_merge_flush(m, 0, 1);
 	if (fclose(out) && !werr)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # softrnic capture: while it runs, ibv_rc_pingpong (two processes) and an
-# RDMA READ test go through srn_lo; tshark must decode the pcapng with
+# RDMA READ test go through a device of its own; tshark must decode the pcapng with
 # nothing malformed, every SEND segment and ACK exactly once, half of
 # the data each way between the two processes, every packet marked as
 # sent here (outbound), and on the default path every packet marked as
@@ -11,6 +11,11 @@
 . "$(dirname "$0")/../lib/e2e.sh"
 t_need tshark ibv_rc_pingpong ib_read_bw
 udp=0; [ "${SOFTRNIC_TRANSPORT:-}" = udp ] && udp=1
+# A device of its own on lo (one name per path, so both variants may run
+# at once): a capture takes every process of its device, and counts here
+# are exact.
+DEV=srn_capt$udp
+export SOFTRNIC_DEVICES=lo=$DEV
 N=20 SIZE=4096 MTU=1024
 SEG=$((SIZE / MTU))
 DECODE=(-d udp.port==4791,infiniband -Y infiniband)
@@ -18,7 +23,7 @@ DECODE=(-d udp.port==4791,infiniband -Y infiniband)
 # capture_start FILE: the tool in the background, ready when it says so
 # (bounded by its own -t; CAP_PID is the tool's, to signal).
 capture_start() {
-	"$SOFTRNIC" capture -w "$1" -d srn_lo -t 50 >"$1.log" 2>&1 &
+	"$SOFTRNIC" capture -w "$1" -d $DEV -t 50 >"$1.log" 2>&1 &
 	CAP_PID=$!
 	for _ in $(seq 100); do
 		grep -q "capturing" "$1.log" 2>/dev/null && return 0
@@ -35,8 +40,8 @@ capture_stop() {
 cap="$T_TMP/rc.pcapng"
 capture_start "$cap" && t_pass "capture started" || t_fail "capture did not start"
 port=$(t_port)
-t_pair "pp" 60 "ibv_rc_pingpong -d srn_lo -g 0 -p $port -s $SIZE -m $MTU -n $N" \
-	"ibv_rc_pingpong -d srn_lo -g 0 -p $port -s $SIZE -m $MTU -n $N 127.0.0.1" &&
+t_pair "pp" 60 "ibv_rc_pingpong -d $DEV -g 0 -p $port -s $SIZE -m $MTU -n $N" \
+	"ibv_rc_pingpong -d $DEV -g 0 -p $port -s $SIZE -m $MTU -n $N 127.0.0.1" &&
 	t_pass "ibv_rc_pingpong -n $N under capture" || t_fail "ibv_rc_pingpong under capture"
 capture_stop && t_pass "capture exits 0 on SIGINT" || t_fail "capture exit status"
 sed 's/^/    | /' "$cap.log"
@@ -96,8 +101,8 @@ fi
 cap="$T_TMP/read.pcapng"
 capture_start "$cap" || t_fail "capture did not start"
 port=$(t_port)
-t_pair "rd" 60 "ib_read_bw -d srn_lo -x 0 -F -p $port -s 8192 -n 5" \
-	"ib_read_bw -d srn_lo -x 0 -F -p $port -s 8192 -n 5 127.0.0.1" >/dev/null ||
+t_pair "rd" 60 "ib_read_bw -d $DEV -x 0 -F -p $port -s 8192 -n 5" \
+	"ib_read_bw -d $DEV -x 0 -F -p $port -s 8192 -n 5 127.0.0.1" >/dev/null ||
 	t_fail "ib_read_bw under capture"
 capture_stop || t_fail "capture exit status (read)"
 ops=$(tshark -r "$cap" "${DECODE[@]}" -T fields -e infiniband.bth.opcode 2>/dev/null | sort -n | uniq -c)
@@ -111,11 +116,11 @@ resp=$(echo "$ops" | awk '$2 >= 13 && $2 <= 16 {s += $1} END {print s + 0}')
 # a capture killed with SIGKILL: the next one takes over its ring and the
 # engines it had marked, while the traffic goes on
 port=$(t_port)
-timeout -k 2 30 "$SOFTRNIC" run -- ib_write_bw -d srn_lo -x 0 -F -p "$port" -s 64 -D 4 \
+timeout -k 2 30 "$SOFTRNIC" run -- ib_write_bw -d $DEV -x 0 -F -p "$port" -s 64 -D 8 \
 	>"$T_TMP/kill.server" 2>&1 &
 kpid=$!
 sleep "$T_START_WAIT"
-timeout -k 2 30 "$SOFTRNIC" run -- ib_write_bw -d srn_lo -x 0 -F -p "$port" -s 64 -D 4 \
+timeout -k 2 30 "$SOFTRNIC" run -- ib_write_bw -d $DEV -x 0 -F -p "$port" -s 64 -D 8 \
 	127.0.0.1 >"$T_TMP/kill.client" 2>&1 &
 kcpid=$!
 capture_start "$T_TMP/killed.pcapng" || t_fail "capture did not start (kill)"
@@ -125,11 +130,14 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 kill -KILL "$CAP_PID"; wait "$CAP_PID" 2>/dev/null
-"$SOFTRNIC" capture -w "$T_TMP/after.pcapng" -d srn_lo -t 0.5 >"$T_TMP/after.log" 2>&1; rc=$?
+"$SOFTRNIC" capture -w "$T_TMP/after.pcapng" -d $DEV -t 0.5 >"$T_TMP/after.log" 2>&1; rc=$?
+# (the traffic must have outlasted the capture for the count to mean anything)
+kill -0 "$kcpid" 2>/dev/null && running=1 || running=0
 wait "$kcpid"; kc=$?
 wait "$kpid"; ks=$?
 got=$(tshark -r "$T_TMP/after.pcapng" "${DECODE[@]}" -T fields -e infiniband.bth.opcode 2>/dev/null |
 	grep -c .)
+[ $running -eq 1 ] || t_fail "ib_write_bw -D 8 ended before the second capture did"
 [ $rc -eq 0 ] && [ "$got" -gt 0 ] &&
 	t_pass "after a killed capture, the next one sees the running engines ($got packets in 0.5 s)" ||
 	{ t_fail "after a killed capture: exit $rc, $got packets"; cat "$T_TMP/after.log"; }
@@ -137,13 +145,13 @@ got=$(tshark -r "$T_TMP/after.pcapng" "${DECODE[@]}" -T fields -e infiniband.bth
 	t_fail "ib_write_bw exit $ks/$kc around a killed capture"
 
 # bad usage and a file that cannot be made
-"$SOFTRNIC" capture -d srn_lo >/dev/null 2>&1; rc=$?
+"$SOFTRNIC" capture -d $DEV >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && t_pass "capture without -w: exit 2" || t_fail "capture without -w: exit $rc"
-"$SOFTRNIC" capture -w "$T_TMP/no/such/dir/x.pcapng" -d srn_lo -t 1 >/dev/null 2>&1; rc=$?
+"$SOFTRNIC" capture -w "$T_TMP/no/such/dir/x.pcapng" -d $DEV -t 1 >/dev/null 2>&1; rc=$?
 [ $rc -eq 1 ] && t_pass "capture into a missing directory: exit 1" ||
 	t_fail "capture into a missing directory: exit $rc"
 capture_start "$T_TMP/one.pcapng" || t_fail "capture did not start"
-"$SOFTRNIC" capture -w "$T_TMP/two.pcapng" -d srn_lo -t 1 >"$T_TMP/two.log" 2>&1; rc=$?
+"$SOFTRNIC" capture -w "$T_TMP/two.pcapng" -d $DEV -t 1 >"$T_TMP/two.log" 2>&1; rc=$?
 [ $rc -eq 1 ] && grep -q "another softrnic capture" "$T_TMP/two.log" &&
 	t_pass "a second capture of the device is refused" || t_fail "second capture: exit $rc"
 capture_stop >/dev/null
