@@ -18,6 +18,7 @@ void srn_cap_init(struct srn_engine *eng)
 
 	pthread_mutex_init(&c->lock, NULL);
 	snprintf(c->dev, sizeof(c->dev), "%s", eng->ctx->dev->ibdev.name);
+	c->pid = (uint32_t)getpid();
 	c->word = eng->stats ? net_stats_capture_word(eng->stats) : &c->own_word;
 	if (eng->udp.fd >= 0)
 		net_pcap_local(eng->udp.local.family, eng->udp.local.ip, eng->udp.local.port, true);
@@ -120,7 +121,7 @@ void srn_cap_packet(struct srn_engine *eng, unsigned int kind, uint32_t qpn,
 		net_pcap_write(kind == NET_CAP_RX ? PCAPNG_DIR_IN : PCAPNG_DIR_OUT, &shown, iov, n,
 			       NULL);
 	}
-	to_ring(eng, kind, 0, qpn, (uint32_t)getpid(), 0, l3, iov, n);
+	to_ring(eng, kind, 0, qpn, eng->cap.pid, 0, l3, iov, n);
 }
 
 /* ---- direct operations as packets ---------------------------------------- */
@@ -168,7 +169,7 @@ static void syn_emit(const struct syn *s, bool answer, struct wire_pkt *h, uint6
 	uint8_t hdr[WIRE_MAX_HDR_LEN], tail[3 + WIRE_ICRC_LEN] = { 0 };
 	struct iovec iov[SYN_MAX_IOV];
 	struct wire_l3 l3 = rc->l3;
-	uint32_t icrc, me = (uint32_t)getpid();
+	uint32_t icrc, me = rc->eng->cap.pid;
 	int hlen, n = 1;
 
 	if (answer) {

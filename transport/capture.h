@@ -32,6 +32,7 @@ struct srn_capture {
 					 * stops (another thread may be in one) */
 	struct net_cap maps[SRN_CAP_MAPS];
 	char dev[64];
+	uint32_t pid;                   /* ours (getpid is a system call) */
 };
 
 struct srn_engine;
