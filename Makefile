@@ -20,7 +20,7 @@ TEST_PKGS += nftables ethtool
 DEMO_PKGS =
 BENCH_PKGS = iperf3 gnuplot-nox ucx-utils libfabric-bin
 
-.PHONY: all build deps deps-test deps-bench configure demo check bench bench-flows bench-scale fault-bench fuzz clean \
+.PHONY: all build deps deps-test deps-bench configure demo check bench bench-flows bench-scale bench-delay fault-bench fuzz clean \
 	sanitize sanitize-asan sanitize-tsan \
 	install uninstall deb
 
@@ -65,6 +65,13 @@ bench-flows: deps-bench
 bench-scale: deps-bench
 	@$(MAKE) --no-print-directory build
 	@SRN_BUILD=$(abspath $(BUILD)) bench/scale.sh
+
+# RC WRITE through loss and delay (a user-space relay between two
+# namespaces) beside the relay's own TCP rate; BASE=DIR adds another
+# build's rows to the same run (root).
+bench-delay: deps-bench
+	@$(MAKE) --no-print-directory build
+	@SRN_BUILD=$(abspath $(BUILD)) bench/delay.sh $(if $(BASE),-B $(BASE))
 
 # The fault tests' long mode: 256 MiB per case, one table of rates and counters (root).
 fault-bench: deps-test

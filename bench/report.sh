@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Writes bench/results/latest.md and latest.png from the samples that
-# bench/run.sh collected in $RAW/samples.tsv (medians of the repetitions).
-# Run by bench/run.sh; can be re-run alone on the same raw directory:
-#   SRC=. RAW=bench/results/raw OUT=bench/results PATHS=udp SAME_PATH=1 bench/report.sh
+# Writes OUT/latest.md and latest.png (bench/plot.sh) from the samples
+# that bench/run.sh collected in $RAW/samples.tsv (medians of the
+# repetitions).  Run by bench/run.sh; can be re-run alone on the same raw
+# directory (OUT defaults to $BENCH_OUT, else build/bench-results):
+#   SRC=. OUT=build/bench-results PATHS="default udp" SAME_PATH=0 bench/report.sh
 set -u
 SRC=${SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-OUT=${OUT:-$SRC/bench/results}
+OUT=${OUT:-${BENCH_OUT:-$SRC/build/bench-results}}
 RAW=${RAW:-$OUT/raw}
 PATHS=${PATHS:-udp}
 SAME_PATH=${SAME_PATH:-1}
@@ -268,40 +269,5 @@ fi
 		printf '\n'
 	done
 } >"$RAW/lat.dat"
-ncol_bw=$(head -1 "$RAW/bw.dat" | awk -F'\t' '{print NF}')
-ncol_lat=$(head -1 "$RAW/lat.dat" | awk -F'\t' '{print NF}')
-# Dash type per series: the UDP path dashed, everything else solid.
-dashes() { head -1 "$1" | awk -F'\t' '{ for (i = 2; i <= NF; i++) printf "%s ", ($i ~ /\(udp\)/ ? 2 : 1) }'; }
-dt_bw=$(dashes "$RAW/bw.dat")
-dt_lat=$(dashes "$RAW/lat.dat")
-cat >"$RAW/plot.gp" <<EOF
-set terminal pngcairo size 1600,760 font ",10"
-set output "$PNG.tmp"
-set datafile separator "\t"
-set datafile missing "-"
-set termoption noenhanced
-set key autotitle columnhead outside below center horizontal maxrows 4 font ",9" spacing 1.2
-set bmargin 8
-# One colour per series (gnuplot's default cycle has 8 and repeats).
-colors = "#1f77b4 #d62728 #2ca02c #9467bd #ff7f0e #17becf #8c564b #e377c2 #7f7f7f #bcbd22 #000000 #393b79"
-set logscale xy
-set xtics ("2" 2, "8" 8, "64" 64, "512" 512, "4K" 4096, "64K" 65536, "1M" 1048576, "8M" 8388608)
-set xrange [1.5:12000000]
-set grid
-set multiplot layout 1,2 title "softrnic vs baselines, $(date -u '+%Y-%m-%d'), $(nproc) CPUs"
-set title "bandwidth vs message size"
-set xlabel "message size (bytes)"
-set ylabel "GB/s"
-plot for [i=2:$ncol_bw] "$RAW/bw.dat" using 1:i with linespoints lw 2 lc rgb word(colors, i-1) dt int(word("$dt_bw", i-1))
-set title "latency vs message size (one way; READ excluded)"
-set ylabel "us"
-plot for [i=2:$ncol_lat] "$RAW/lat.dat" using 1:i with linespoints lw 2 pt 7 lc rgb word(colors, i-1) dt int(word("$dt_lat", i-1))
-unset multiplot
-EOF
-if gnuplot "$RAW/plot.gp" >"$RAW/plot.log" 2>&1 && [ -s "$PNG.tmp" ]; then
-	mv "$PNG.tmp" "$PNG"
-else
-	rm -f "$PNG.tmp"
-	echo "report: gnuplot failed (see $RAW/plot.log)" >&2
-fi
+"$SRC/bench/plot.sh" "$RAW/bw.dat" "$RAW/lat.dat" "$PNG" "$(date -u '+%Y-%m-%d'), $(nproc) CPUs"
 exit 0

@@ -3,21 +3,24 @@
 # on both transport paths, and the baselines it is judged against, in one
 # run on one machine.  Writes latest.md (tables, ratios, targets met or
 # not; medians of 3), latest.png (bandwidth and latency vs message size)
-# and the raw outputs under raw/, into BUILD/bench-results/; with --update
-# into the tracked bench/results/ instead, to record a run in git.
+# and the raw outputs under raw/, into $BENCH_OUT (default
+# BUILD/bench-results/, outside the tracked tree); with --update or
+# UPDATE=1 into the tracked bench/results/ instead, to record a run in git.
 #
 # Usage: bench/run.sh [--quick] [--middleware] [--reps N] [--update] [--help]
 #   --quick   one size per test and one repetition (for development)
 #   --middleware  only the middleware section (UCX, Open MPI; bench/middleware.sh)
 #   --reps N  repetitions per figure (default 3; the median is reported)
-#   --update  write the report into bench/results/ (tracked)
-# Env: SRN_BUILD (build dir, default ./build), BENCH_BUDGET (seconds after
-# which remaining softrnic runs are skipped, default 540).
+#   --update  write the report into bench/results/ (tracked); also UPDATE=1
+# Env: SRN_BUILD (build dir, default ./build), BENCH_OUT (where results go,
+# default SRN_BUILD/bench-results), BENCH_BUDGET (seconds after which
+# remaining softrnic runs are skipped, default 540).
 set -u
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${SRN_BUILD:-$SRC/build}
 BIN=$BUILD/bin
-OUT=$BUILD/bench-results
+OUT=${BENCH_OUT:-$BUILD/bench-results}
+[ "${UPDATE:-0}" = 1 ] && OUT=$SRC/bench/results
 SOFTRNIC=$BIN/softrnic
 QUICK=0
 ONLY_MW=0
@@ -30,7 +33,7 @@ while [ $# -gt 0 ]; do
 	--reps) REPS=$2; shift ;;
 	--update) OUT=$SRC/bench/results ;;
 	--middleware) ONLY_MW=1 ;;
-	-h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench: unknown option $1 (try --help)" >&2; exit 2 ;;
 	esac
 	shift

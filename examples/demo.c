@@ -21,6 +21,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "ex_common.h"
+
 #define BUF_SIZE (4u << 20)
 #define TIMEOUT_SEC 20
 
@@ -55,26 +57,6 @@ static double now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-/* What each side tells the other. */
-struct peer_info {
-	uint32_t qpn;
-	uint32_t psn;
-	uint32_t rkey;
-	uint64_t addr;
-	union ibv_gid gid;
-};
-
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_mr *mr;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	uint8_t *buf;
-	struct peer_info me, peer;
-	int sock;
-};
-
 static void xfer(int sock, const void *out, void *in, size_t len)
 {
 	if (write(sock, out, len) != (ssize_t)len)
@@ -88,14 +70,14 @@ static void xfer(int sock, const void *out, void *in, size_t len)
 	}
 }
 
-static void sync_peer(struct side *s)
+static void sync_peer(struct ex_side *s)
 {
 	char a = 'x', b;
 	xfer(s->sock, &a, &b, 1);
 }
 
 /* Poll until one completion arrives; checks its status and opcode. */
-static struct ibv_wc wait_wc(struct side *s, enum ibv_wc_opcode want)
+static struct ibv_wc wait_wc(struct ex_side *s, enum ibv_wc_opcode want)
 {
 	struct ibv_wc wc;
 	double deadline = now_us() + TIMEOUT_SEC * 1e6;
@@ -122,7 +104,7 @@ static struct ibv_wc wait_wc(struct side *s, enum ibv_wc_opcode want)
 	return wc;
 }
 
-static void post_send(struct side *s, struct ibv_send_wr *wr)
+static void post_send(struct ex_side *s, struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad;
 	int err = ibv_post_send(s->qp, wr, &bad);
@@ -130,7 +112,7 @@ static void post_send(struct side *s, struct ibv_send_wr *wr)
 		die("ibv_post_send", err);
 }
 
-static void post_recv(struct side *s, uint64_t off, uint32_t len)
+static void post_recv(struct ex_side *s, uint64_t off, uint32_t len)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)s->buf + off, .length = len, .lkey = s->mr->lkey };
@@ -140,7 +122,7 @@ static void post_recv(struct side *s, uint64_t off, uint32_t len)
 		die("ibv_post_recv", err);
 }
 
-static void open_device(struct side *s, const char *want)
+static void open_device(struct ex_side *s, const char *want)
 {
 	int n;
 	struct ibv_device **list = ibv_get_device_list(&n);
@@ -178,7 +160,7 @@ static void open_device(struct side *s, const char *want)
 	     128 << pa.active_mtu);
 }
 
-static void setup(struct side *s, const char *dev)
+static void setup(struct ex_side *s, const char *dev)
 {
 	open_device(s, dev);
 	s->pd = ibv_alloc_pd(s->ctx);
@@ -223,37 +205,19 @@ static void setup(struct side *s, const char *dev)
 	s->me.addr = (uintptr_t)s->buf;
 }
 
-static void connect_qp(struct side *s)
+static void connect_qp(struct ex_side *s)
 {
 	xfer(s->sock, &s->me, &s->peer, sizeof(s->me));
 	step("exchanged QP info: peer QPN %u PSN %u", s->peer.qpn, s->peer.psn);
 
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_4096,
-		.dest_qp_num = s->peer.qpn, .rq_psn = s->peer.psn,
-		.max_dest_rd_atomic = 16, .min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = s->peer.gid, .sgid_index = 0, .hop_limit = 64 } },
-	};
-	int err = ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	const char *what;
+	int err = ex_qp_connect(s->qp, &s->me, &s->peer, IBV_MTU_4096, 16, &what);
 	if (err)
-		die("ibv_modify_qp RTR", err);
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = s->me.psn;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 16;
-	err = ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-	if (err)
-		die("ibv_modify_qp RTS", err);
+		die(what, err);
 	step("connected: INIT -> RTR -> RTS");
 }
 
-static void teardown(struct side *s)
+static void teardown(struct ex_side *s)
 {
 	int err;
 
@@ -276,7 +240,7 @@ static void teardown(struct side *s)
 enum { OFF_WRITE = 0, OFF_READ = 1 << 20, OFF_SEND = 2 << 20, OFF_ATOMIC = 3 << 20 };
 #define PATTERN(i) ((uint8_t)((i) * 7 + 3))
 
-static void client(struct side *s)
+static void client(struct ex_side *s)
 {
 	struct ibv_sge sge = { .lkey = s->mr->lkey };
 	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
@@ -392,7 +356,7 @@ static void client(struct side *s)
 	sync_peer(s);
 }
 
-static void server(struct side *s)
+static void server(struct ex_side *s)
 {
 	struct ibv_wc wc;
 
@@ -449,7 +413,7 @@ int main(int argc, char **argv)
 	pid_t child = fork();
 	if (child < 0)
 		die("fork", errno);
-	struct side s = { 0 };
+	struct ex_side s = { 0 };
 	if (child == 0) {
 		role = "client";
 		close(sv[0]);

@@ -101,13 +101,14 @@ static int grow_buf(int fd, int opt, int force_opt, const char *name)
 	return got;
 }
 
-/* Bind to ip:4791 (roce), with an ephemeral port as fallback, or to an
- * ephemeral port alone. */
-static int udp_open(struct net_udp *u, int family, const uint8_t *ip, bool roce, bool fallback,
-		    bool reuse)
+/* Bind to ip:port (4791 or a chosen one), with an ephemeral port as
+ * fallback, or (port 0) to an ephemeral port alone. */
+static int udp_open(struct net_udp *u, int family, const uint8_t *ip, uint16_t port,
+		    bool fallback, bool reuse)
 {
 	struct sockaddr_storage ss;
-	struct net_addr a = { .family = family, .port = SRN_ROCE_UDP_PORT };
+	struct net_addr a = { .family = family, .port = port };
+	bool roce = port == SRN_ROCE_UDP_PORT;
 	socklen_t len;
 	int fd, on = 1;
 
@@ -152,8 +153,6 @@ static int udp_open(struct net_udp *u, int family, const uint8_t *ip, bool roce,
 	 * (net/steer.h; only sockets of one user can join it). */
 	if (roce && reuse)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
-	if (!roce)
-		a.port = 0;
 	len = to_sockaddr(&a, &ss);
 	if (bind(fd, (struct sockaddr *)&ss, len) < 0) {
 		if (!fallback) {
@@ -185,12 +184,18 @@ static int udp_open(struct net_udp *u, int family, const uint8_t *ip, bool roce,
 
 int net_udp_open(struct net_udp *u, int family, const uint8_t *ip, unsigned int flags)
 {
-	return udp_open(u, family, ip, flags & NET_UDP_ROCE_FIRST, true, flags & NET_UDP_REUSEPORT);
+	return udp_open(u, family, ip, (flags & NET_UDP_ROCE_FIRST) ? SRN_ROCE_UDP_PORT : 0,
+			true, flags & NET_UDP_REUSEPORT);
 }
 
 int net_udp_open_roce(struct net_udp *u, int family, const uint8_t *ip, unsigned int flags)
 {
-	return udp_open(u, family, ip, true, false, flags & NET_UDP_REUSEPORT);
+	return udp_open(u, family, ip, SRN_ROCE_UDP_PORT, false, flags & NET_UDP_REUSEPORT);
+}
+
+int net_udp_open_at(struct net_udp *u, int family, const uint8_t *ip, uint16_t port)
+{
+	return udp_open(u, family, ip, port, false, false);
 }
 
 void net_udp_close(struct net_udp *u)

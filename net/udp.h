@@ -41,6 +41,10 @@ int net_udp_open(struct net_udp *u, int family, const uint8_t *ip, unsigned int 
  * takes the port over with it when its holder goes, see net/roce_port.h,
  * or joins the group with NET_UDP_REUSEPORT). */
 int net_udp_open_roce(struct net_udp *u, int family, const uint8_t *ip, unsigned int flags);
+/* Bound to ip:port exactly (no fallback, no group): an engine's IPv6
+ * socket takes its IPv4 socket's port number, so one registered port
+ * reaches it in either family.  0 or -errno (-EADDRINUSE). */
+int net_udp_open_at(struct net_udp *u, int family, const uint8_t *ip, uint16_t port);
 void net_udp_close(struct net_udp *u);
 
 /* Send one datagram gathered from iov.  0, -EAGAIN (socket buffer full:

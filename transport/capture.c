@@ -11,6 +11,18 @@
 #include "transport/engine.h"
 #include "transport/rc.h"
 
+/* Our sockets' addresses: SOFTRNIC_PCAP writes a packet between two of
+ * this process's engines once (net/pcap.h). */
+static void local_ends(struct srn_engine *eng, bool add)
+{
+	const struct net_udp *socks[2] = { &eng->udp, &eng->udp6 };
+
+	for (int i = 0; i < 2; i++)
+		if (socks[i]->fd >= 0)
+			net_pcap_local(socks[i]->local.family, socks[i]->local.ip,
+				       socks[i]->local.port, add);
+}
+
 void srn_cap_init(struct srn_engine *eng)
 {
 	struct srn_capture *c = &eng->cap;
@@ -20,8 +32,7 @@ void srn_cap_init(struct srn_engine *eng)
 	snprintf(c->dev, sizeof(c->dev), "%s", eng->ctx->dev->ibdev.name);
 	c->pid = (uint32_t)getpid();
 	c->word = eng->stats ? net_stats_capture_word(eng->stats) : &c->own_word;
-	if (eng->udp.fd >= 0)
-		net_pcap_local(eng->udp.local.family, eng->udp.local.ip, eng->udp.local.port, true);
+	local_ends(eng, true);
 	/* A capture that began before this engine: the tool marks the
 	 * stats files it finds, ours may be too new; join it now. */
 	if (net_cap_attach(&ring, c->dev) == 0) {
@@ -42,9 +53,7 @@ void srn_cap_fini(struct srn_engine *eng)
 
 	if (!c->dev[0])
 		return; /* srn_cap_init did not run */
-	if (eng->udp.fd >= 0)
-		net_pcap_local(eng->udp.local.family, eng->udp.local.ip, eng->udp.local.port,
-			       false);
+	local_ends(eng, false);
 	for (int i = 0; i < c->nmaps; i++)
 		net_cap_detach(&c->maps[i]);
 	c->nmaps = 0;

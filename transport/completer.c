@@ -83,6 +83,22 @@ void completer_retire_sent(struct srn_rc_state *rc)
 	retire(rc);
 }
 
+/* SR: a NAK for the gap resent less than a round trip ago was sent
+ * before the resend could arrive (a responder that NAKs again sooner):
+ * the resend is on its way, another would be wasted. */
+static bool sr_nak_repeated(struct srn_rc_state *rc, uint32_t psn)
+{
+	uint64_t now = srn_now_ns();
+
+	if (psn == rc->sr_rx_nak_psn && now - rc->sr_rx_nak_at < rc->cc.srtt_ns) {
+		rc_count(rc, SRN_CNT_comp_nak_seq_stale);
+		return true;
+	}
+	rc->sr_rx_nak_psn = psn;
+	rc->sr_rx_nak_at = now;
+	return false;
+}
+
 static void progress_made(struct srn_rc_state *rc)
 {
 	rc->gap_valid = false;
@@ -226,6 +242,8 @@ static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 		if (rc->sr && syn == WIRE_AETH_NAK_PSN_SEQ && (pkt->msn & RC_SR_NAK_LATER)) {
 			/* a gap past the first: nothing acknowledged */
 			rc_count(rc, SRN_CNT_comp_nak_seq);
+			if (sr_nak_repeated(rc, psn))
+				return;
 			cc_loss(rc, psn);
 			requester_resend(rc, psn, pkt->msn & ~RC_SR_NAK_LATER);
 			return;
@@ -243,6 +261,8 @@ static void rx_ack(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 				rc_count(rc, SRN_CNT_comp_nak_seq_stale);
 				return;
 			}
+			if (rc->sr && sr_nak_repeated(rc, psn))
+				return;
 			cc_loss(rc, psn);
 			/* SR: the MSN field is the gap's length (sr.c) */
 			if (rc->sr && pkt->msn &&
@@ -501,6 +521,10 @@ static uint64_t requester_timers(struct srn_rc_state *rc, uint64_t now)
 		requester_rewind(rc, rc->rnr_psn);
 		requester_run(rc);
 	}
+	if (rc->cc.probe_at && now >= rc->cc.probe_at && cc_probe_fire(rc, now)) {
+		requester_probe(rc);
+		requester_run(rc);
+	}
 	if (rc->retry_at && now >= rc->retry_at) {
 		rc->retry_at = 0;
 		if (rc->una_psn != rc->req_psn) {
@@ -530,5 +554,7 @@ static uint64_t requester_timers(struct srn_rc_state *rc, uint64_t now)
 		next = rc->rnr_at;
 	if (rc->retry_at && (!next || rc->retry_at < next))
 		next = rc->retry_at;
+	if (rc->cc.probe_at && (!next || rc->cc.probe_at < next))
+		next = rc->cc.probe_at;
 	return next;
 }

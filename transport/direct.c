@@ -124,7 +124,7 @@ bool direct_reachable(const struct srn_rc_state *rc)
 
 	/* Only a destination on this host can be reached in memory; the
 	 * registry is this host's, so its QPN must be too. */
-	return net_direct_enabled() && eng->reg && rc->peer.family == eng->udp.local.family &&
+	return net_direct_enabled() && eng->reg && srn_engine_local(eng, rc->peer.family) &&
 	       net_addr_is_local(rc->peer.family, rc->peer.ip);
 }
 
@@ -161,6 +161,7 @@ static struct direct_qp *direct_qp_get(struct srn_rc_state *rc)
 static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t now)
 {
 	struct srn_engine *eng = rc->eng;
+	const struct net_addr *me = NULL;
 	struct net_reg_qpinfo in;
 	uint32_t gen;
 
@@ -188,8 +189,8 @@ static bool qp_revalidate(struct srn_rc_state *rc, struct direct_qp *d, uint64_t
 			      memcmp(in.dip, rc->peer.ip, ip_len(in.dfamily))
 		    : in.type != rc->type ||
 			      (in.state != IBV_QPS_RTR && in.state != IBV_QPS_RTS) ||
-			      in.dqpn != rc->qpn || in.dfamily != eng->udp.local.family ||
-			      memcmp(in.dip, eng->udp.local.ip, ip_len(in.dfamily))) {
+			      in.dqpn != rc->qpn || !(me = srn_engine_local(eng, in.dfamily)) ||
+			      memcmp(in.dip, me->ip, ip_len(in.dfamily))) {
 		srn_dbg(eng, "qp %u: direct: qpn %u not usable (type %u state %u dqpn %u)",
 			rc->qpn, rc->dqpn, in.type, in.state, in.dqpn);
 		return false;
@@ -279,7 +280,10 @@ static void mr_refresh(struct peer *p, uint32_t pd, struct direct_mr *m)
 	m->iova = s.iova;
 	m->length = s.length;
 	m->vaddr = s.vaddr;
-	if (peer_is_self(p)) {
+	if (peer_is_self(p) && (s.access & IBV_ACCESS_ON_DEMAND)) {
+		/* our own ODP MR: each access faults its pages in first (the
+		 * packet path's srn_mr_resolve; direct_gather_sge) */
+	} else if (peer_is_self(p)) {
 		/* our own memory: the owner's address is ours */
 		m->map = (char *)(uintptr_t)s.vaddr;
 		m->map_lo = 0;
@@ -411,7 +415,12 @@ int direct_gather_sge(struct direct_qp *d, const struct ibv_sge *sge, uint64_t l
 	if (!d || !d->self)
 		return -1;
 	m = mr_cache_get(d->self, d->self_pd, d->lmr, DIRECT_LMRS, &d->lmr_next, sge->lkey);
-	if (!direct_mr_range(m, sge->addr, len, 0, &ptr, &vaddr) || !ptr)
+	if (!direct_mr_range(m, sge->addr, len, 0, &ptr, &vaddr))
+		return -1;
+	/* our own ODP MR is never mapped for peers: its pages are here */
+	if (!ptr && (m->access & IBV_ACCESS_ON_DEMAND) && srn_odp_fault_in(vaddr, len, false))
+		ptr = (char *)(uintptr_t)vaddr;
+	if (!ptr)
 		return -1;
 	iov[0].iov_base = ptr;
 	iov[0].iov_len = len;

@@ -558,6 +558,7 @@ take:
 		cap_msg(rc, d, m);
 	if (m->wqe && !failed)
 		direct_complete(rc, m->wqe, m->wqe_cnt);
+	srn_cq_ring_stamp(d->cq, d->cq_size, idx);
 	/* the release store makes the data visible before the completion */
 	srn_cq_ring_commit(cqe, idx, SRN_CQE_PEER);
 	wake_if_armed(rc, d, m->solicited);

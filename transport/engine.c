@@ -52,7 +52,7 @@ void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	srn_log(eng, SRN_LOG_DEBUG, &rl, "%s", msg);
+	srn_log(eng, SRN_LOG_DEBUG, &rl, "%s", msg); /* (one write per line) */
 }
 
 /* Program the timerfd for at_ns unless it fires earlier already
@@ -540,6 +540,20 @@ static int rx_sock(struct srn_engine *eng, int vlen)
 	int n = rx_sock_read(eng, &eng->udp, vlen, &h);
 	bool full = n == ENGINE_SOCK_BATCH;
 
+	/* IPv6 beside IPv4 (engine.h): read after udp, as roce below */
+	for (int k = 0; k < 2 && !full; k++) {
+		struct net_udp *u6 = k ? &eng->roce6 : &eng->udp6;
+		int r;
+
+		if (u6->fd < 0)
+			continue;
+		r = rx_sock_read(eng, u6, vlen, &h);
+		full = r == ENGINE_SOCK_BATCH;
+		n = full ? ENGINE_SOCK_BATCH : n + r;
+		if (!full && n >= ENGINE_SOCK_BATCH)
+			n = ENGINE_SOCK_BATCH - 1;
+	}
+
 	/* Port 4791 as a second socket (net/steer.h, or taken over): its
 	 * datagrams too, when one may come from another host for us (a
 	 * probe or a stray one waits for the engine thread).  A plain load
@@ -606,8 +620,46 @@ int srn_engine_rx_poll(struct srn_engine *eng)
 /* Every QP is looked at (under its lock, which an application thread may
  * hold) only once the earliest QP deadline has passed: the engine's
  * deferral steps fire far more often.  Any thread, no lock held. */
+/* [IPv6]:4791 has no takeover FIFO (net/roce_port.h): an engine with an
+ * IPv6 socket but not the port tries to bind it again, at most every
+ * ROCE6_RETRY_NS while its QPs have timers due or talk to another host
+ * (after the holder went, what other hosts send it goes unanswered until
+ * then, and is resent).
+ * From the engine or an application thread: set under rx_lock, as roce. */
+#define ROCE6_RETRY_NS (100 * 1000 * 1000ull)
+
+static int epoll_add(int epfd, int fd, uint32_t events);
+
+/* A QP of ours talks to another host while [IPv6]:4791 is not ours. */
+static bool roce6_wanted(struct srn_engine *eng)
+{
+	return __builtin_expect(eng->udp6.fd >= 0, 0) && eng->roce6.fd < 0 &&
+	       atomic_load_explicit(&eng->remote_qps, memory_order_relaxed) > 0;
+}
+
+static void roce6_retry(struct srn_engine *eng, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&eng->roce6_try_ns, memory_order_relaxed);
+	struct net_udp u;
+
+	if (eng->udp6.fd < 0 || eng->roce6.fd >= 0 || now - last < ROCE6_RETRY_NS ||
+	    !atomic_compare_exchange_strong(&eng->roce6_try_ns, &last, now))
+		return;
+	if (net_udp_open_at(&u, AF_INET6, eng->udp6.local.ip, SRN_ROCE_UDP_PORT))
+		return;
+	if (epoll_add(eng->epfd, u.fd, EPOLLIN | EPOLLONESHOT)) {
+		net_udp_close(&u);
+		return;
+	}
+	pthread_mutex_lock(&eng->rx_lock);
+	eng->roce6 = u;
+	pthread_mutex_unlock(&eng->rx_lock);
+	srn_dbg(eng, "IPv6 UDP port %u taken", SRN_ROCE_UDP_PORT);
+}
+
 void srn_engine_run_qp_timers(struct srn_engine *eng, uint64_t now)
 {
+	roce6_retry(eng, now);
 	struct srn_rc_state **snap;
 	uint64_t next = 0, due;
 	uint32_t n;
@@ -803,6 +855,10 @@ static void arm_socket(struct srn_engine *eng, struct engine_defer *d)
 
 	d->parked = false;
 	arm_fd(eng, eng->udp.fd, op);
+	if (eng->udp6.fd >= 0)
+		arm_fd(eng, eng->udp6.fd, op);
+	if (eng->roce6.fd >= 0)
+		arm_fd(eng, eng->roce6.fd, op);
 	if (eng->roce.fd >= 0)
 		arm_fd(eng, eng->roce.fd, op);
 	/* (after the arm: see srn_engine_sock_unpark) */
@@ -822,6 +878,10 @@ static void park_socket(struct srn_engine *eng, struct engine_defer *d)
 		return;
 	d->parked = true;
 	epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->udp.fd, NULL);
+	if (eng->udp6.fd >= 0)
+		epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->udp6.fd, NULL);
+	if (eng->roce6.fd >= 0)
+		epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->roce6.fd, NULL);
 	if (eng->roce.fd >= 0)
 		epoll_ctl(eng->epfd, EPOLL_CTL_DEL, eng->roce.fd, NULL);
 	/* (after the removal: see srn_engine_sock_unpark) */
@@ -1273,6 +1333,15 @@ static uint64_t wait_end(struct srn_engine *eng, const struct engine_defer *d, b
 		end = eng->roce_retry_ns;
 		*step_end = false;
 	}
+	if (roce6_wanted(eng)) {
+		uint64_t r6 = atomic_load_explicit(&eng->roce6_try_ns, memory_order_relaxed) +
+			      ROCE6_RETRY_NS;
+
+		if (!end || r6 < end) {
+			end = r6;
+			*step_end = false;
+		}
+	}
 	return end;
 }
 
@@ -1283,6 +1352,8 @@ static void roce_retry_due(struct srn_engine *eng)
 		eng->roce_retry_ns = 0;
 		roce_try(eng);
 	}
+	if (roce6_wanted(eng))
+		roce6_retry(eng, srn_now_ns());
 }
 
 static void *engine_main(void *arg)
@@ -1357,6 +1428,8 @@ static void *engine_main(void *arg)
 				if (defer.on)
 					socket_ready(eng, &defer, false, false);
 			} else if (fd == eng->udp.fd ||
+				   (eng->udp6.fd >= 0 && fd == eng->udp6.fd) ||
+				   (eng->roce6.fd >= 0 && fd == eng->roce6.fd) ||
 				   (eng->roce.fd >= 0 && fd == eng->roce.fd)) {
 				socket_ready(eng, &defer, true, false);
 			} else if (eng->link_fd >= 0 && fd == eng->link_fd) {
@@ -1384,6 +1457,8 @@ static void engine_free(struct srn_engine *eng)
 	srn_link_watch_stop(eng);
 	net_shm_inbox_destroy(eng->inbox);
 	net_udp_close(&eng->udp);
+	net_udp_close(&eng->udp6);
+	net_udp_close(&eng->roce6);
 	/* the sockets before the FIFO: an engine woken finds 4791 free */
 	net_udp_close(&eng->roce);
 	/* out of the group: the others count themselves again */
@@ -1412,6 +1487,27 @@ static int epoll_add(int epfd, int fd, uint32_t events)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* IPv6 beside IPv4 (engine.h, udp6): at udp's port number, so the port
+ * the registry holds for our QPs reaches us in both families.  Without
+ * it (the number taken in IPv6 by someone else) this engine speaks IPv4
+ * only and QPs with IPv6 paths see no answer: said in the debug log.
+ * Then [IPv6]:4791 if no one holds it (roce6). */
+static void open_udp6(struct srn_engine *eng, const struct srn_device *dev)
+{
+	int i = srn_dev_ipv6_src(dev), ret;
+
+	if (eng->udp.local.family != AF_INET || i < 0)
+		return;
+	ret = net_udp_open_at(&eng->udp6, AF_INET6, dev->gid[i].raw, eng->udp.local.port);
+	if (ret) {
+		srn_dbg(eng, "no IPv6 socket at port %u: %s", eng->udp.local.port,
+			strerror(-ret));
+		return;
+	}
+	if (net_udp_open_at(&eng->roce6, AF_INET6, dev->gid[i].raw, SRN_ROCE_UDP_PORT) == 0)
+		srn_dbg(eng, "IPv6 UDP port %u taken", SRN_ROCE_UDP_PORT);
+}
+
 int srn_engine_start(struct srn_context *ctx)
 {
 	struct srn_device *dev = ctx->dev;
@@ -1427,6 +1523,8 @@ int srn_engine_start(struct srn_context *ctx)
 	eng->cap.word = &eng->cap.own_word; /* (until srn_cap_init) */
 	eng->epfd = eng->tfd = eng->efd = eng->kfd = eng->link_fd = -1;
 	eng->udp.fd = -1;
+	eng->udp6.fd = -1;
+	eng->roce6.fd = -1;
 	eng->roce.fd = -1;
 	eng->steer.fd = -1;
 	eng->roce_port.fd = -1;
@@ -1491,6 +1589,7 @@ int srn_engine_start(struct srn_context *ctx)
 	ret = -net_udp_open(&eng->udp, family, ip, srn_steer_open(eng, family, ip));
 	if (ret)
 		goto fail;
+	open_udp6(eng, dev);
 	if (eng->stats)
 		net_stats_set_port(eng->stats, eng->udp.local.port);
 	srn_cap_init(eng);
@@ -1509,6 +1608,8 @@ int srn_engine_start(struct srn_context *ctx)
 	eng->kfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (eng->epfd < 0 || eng->tfd < 0 || eng->efd < 0 || eng->kfd < 0 ||
 	    epoll_add(eng->epfd, eng->udp.fd, EPOLLIN | EPOLLONESHOT) ||
+	    (eng->udp6.fd >= 0 && epoll_add(eng->epfd, eng->udp6.fd, EPOLLIN | EPOLLONESHOT)) ||
+	    (eng->roce6.fd >= 0 && epoll_add(eng->epfd, eng->roce6.fd, EPOLLIN | EPOLLONESHOT)) ||
 	    epoll_add(eng->epfd, eng->tfd, EPOLLIN) ||
 	    epoll_add(eng->epfd, eng->efd, EPOLLIN) ||
 	    epoll_add(eng->epfd, eng->kfd, EPOLLIN)) {
@@ -1568,6 +1669,10 @@ void srn_engine_kick_spin(struct srn_engine *eng)
 		return;
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_spin_kicks], 1, memory_order_relaxed);
 	arm_fd(eng, eng->udp.fd, EPOLL_CTL_ADD);
+	if (eng->udp6.fd >= 0)
+		arm_fd(eng, eng->udp6.fd, EPOLL_CTL_ADD);
+	if (eng->roce6.fd >= 0)
+		arm_fd(eng, eng->roce6.fd, EPOLL_CTL_ADD);
 	if (eng->roce.fd >= 0 && atomic_load_explicit(&eng->remote_qps, memory_order_relaxed) > 0)
 		arm_fd(eng, eng->roce.fd, EPOLL_CTL_ADD);
 }
@@ -1605,6 +1710,10 @@ void srn_engine_sock_unpark(struct srn_engine *eng)
 		return;
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_engine_sock_unparks], 1, memory_order_relaxed);
 	arm_fd(eng, eng->udp.fd, EPOLL_CTL_ADD);
+	if (eng->udp6.fd >= 0)
+		arm_fd(eng, eng->udp6.fd, EPOLL_CTL_ADD);
+	if (eng->roce6.fd >= 0)
+		arm_fd(eng, eng->roce6.fd, EPOLL_CTL_ADD);
 	if (eng->roce.fd >= 0)
 		arm_fd(eng, eng->roce.fd, EPOLL_CTL_ADD);
 }

@@ -47,7 +47,7 @@
 	X(req_retx_packets) X(comp_nak_seq_stale) X(engine_sock_unparks) \
 	X(poll_sock_reads) X(steer_census) X(steer_programs)              \
 	X(req_retx_bytes) X(req_cwnd) X(cc_cuts) X(req_retx_pauses)        \
-	X(nak_tx) X(nak_rx) X(sr_held) X(sr_overflow) X(sr_resends)
+	X(nak_tx) X(nak_rx) X(sr_held) X(sr_overflow) X(sr_resends) X(req_probes)
 
 enum srn_counter {
 #define SRN_CNT_ENUM(n) SRN_CNT_##n,
@@ -64,6 +64,16 @@ struct srn_mcast;
 struct srn_engine {
 	struct srn_context *ctx;
 	struct net_udp udp;          /* the socket and our bound address */
+	/* IPv6 beside an IPv4 udp: bound to the device's IPv6 source
+	 * address (srn_dev_ipv6_src) at udp's port number; fd -1 when udp
+	 * is IPv6 already or the device has no such address.  Read and
+	 * armed with udp. */
+	struct net_udp udp6;
+	/* [IPv6 source]:4791 when free: the first engine of the address
+	 * takes it (no group, no takeover) so other hosts reach its QPs
+	 * over IPv6; fd -1 otherwise.  Read and armed with udp6. */
+	struct net_udp roce6;
+	_Atomic uint64_t roce6_try_ns; /* last bind try of roce6 (engine.c) */
 	struct net_registry *reg;    /* device-wide QPN -> port table */
 	/* Port 4791 as a second socket, received on like udp (what we
 	 * send leaves from udp): our place in the address's group of
@@ -221,5 +231,26 @@ void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
 
 int srn_engine_start(struct srn_context *ctx);
 void srn_engine_stop(struct srn_context *ctx);
+
+/* The socket that sends to (and receives from) family: udp, or udp6 for
+ * IPv6 beside IPv4.  NULL when the engine has none of that family. */
+static inline struct net_udp *srn_engine_sock(struct srn_engine *eng, int family)
+{
+	if (family == eng->udp.local.family)
+		return &eng->udp;
+	if (family == AF_INET6 && eng->udp6.fd >= 0)
+		return &eng->udp6;
+	return NULL;
+}
+
+/* Our address in family (port included), or NULL. */
+static inline const struct net_addr *srn_engine_local(const struct srn_engine *eng, int family)
+{
+	if (family == eng->udp.local.family)
+		return &eng->udp.local;
+	if (family == AF_INET6 && eng->udp6.fd >= 0)
+		return &eng->udp6.local;
+	return NULL;
+}
 
 #endif

@@ -122,6 +122,7 @@ void rc_resolve_path(struct srn_rc_state *rc)
 	const struct ibv_ah_attr *ah = &qp->a.attr.ah_attr;
 	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
 	struct net_addr to = { 0 };
+	const struct net_addr *me;
 	uint16_t port;
 	int fam;
 	bool local, found;
@@ -143,9 +144,12 @@ void rc_resolve_path(struct srn_rc_state *rc)
 	}
 	to.port = SRN_ROCE_UDP_PORT;
 	rc->shm_peer = NULL;
-	local = to.family == eng->udp.local.family && net_addr_is_local(to.family, to.ip);
+	me = srn_engine_local(eng, to.family);
+	local = me && net_addr_is_local(to.family, to.ip);
+	/* an IPv4 engine registers IPv4 and has IPv6 at the same port
+	 * number (engine.h, udp6) */
 	found = local && net_registry_lookup(eng->reg, rc->dqpn, &port, &fam) == 0 &&
-		fam == to.family;
+		(fam == to.family || (to.family == AF_INET6 && fam == AF_INET));
 	rc->peer_softrnic = found;
 	if (found) {
 		to.port = port;
@@ -168,12 +172,14 @@ void rc_resolve_path(struct srn_rc_state *rc)
 	rc->peer = to;
 	memset(&rc->l3, 0, sizeof(rc->l3));
 	rc->l3.family = to.family;
-	memcpy(rc->l3.src, eng->udp.local.ip, 16);
+	if (!me)
+		me = &eng->udp.local; /* (no path: nothing is sent) */
+	memcpy(rc->l3.src, me->ip, 16);
 	memcpy(rc->l3.dst, to.ip, 16);
-	rc->l3.sport = eng->udp.local.port;
+	rc->l3.sport = me->port;
 	rc->l3.dport = to.port;
 	rc->l3.ttl_hop = 64;
-	rc->path_ok = to.family == eng->udp.local.family;
+	rc->path_ok = to.family == me->family;
 	if (!rc->path_ok)
 		srn_dbg(eng, "qp %u: destination family differs from the device's", rc->qpn);
 }

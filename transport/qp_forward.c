@@ -10,7 +10,9 @@
  * owner's shared-memory inbox with its original source and destination
  * (port 4791 included), so the owner checks its ICRC exactly as if the
  * wire had brought it.  Only what came to 4791 is handed on, and only to
- * the engine the registry names, so a packet moves at most once. */
+ * the engine the registry names, so a packet moves at most once.  The
+ * same for [IPv6]:4791, which has no group: its one holder (engine.h,
+ * roce6) hands on everything for the other engines. */
 #include "transport/qp_forward.h"
 
 #include "net/mode.h"
@@ -26,14 +28,19 @@ bool srn_qp_forward(struct srn_engine *eng, const struct net_udp_msg *m, uint32_
 	uint16_t port;
 	int family, ret;
 
-	if (!srn_engine_holds_roce_port(eng) || m->to.port != SRN_ROCE_UDP_PORT)
+	bool v6 = m->from.family == AF_INET6 && eng->roce6.fd >= 0 &&
+		  eng->udp.local.family == AF_INET;
+
+	if (!(v6 || srn_engine_holds_roce_port(eng)) || m->to.port != SRN_ROCE_UDP_PORT)
 		return false;
-	/* our own port: a QP of ours just destroyed */
+	/* our own port: a QP of ours just destroyed.  An IPv4 owner hears
+	 * IPv6 too (its udp6 at the same port: engine.h). */
 	if (net_registry_lookup(eng->reg, dqpn, &port, &family) != 0 ||
-	    port == eng->udp.local.port || family != m->from.family)
+	    port == eng->udp.local.port || (family != m->from.family && !v6))
 		return false;
 	/* the group's program did not send it to its owner (net/steer.h) */
-	srn_steer_misplaced(eng);
+	if (!v6)
+		srn_steer_misplaced(eng);
 	if (!net_shm_allowed())
 		return false;
 	peer = net_shm_peer_get(eng->ctx->dev->ibdev.name, port);

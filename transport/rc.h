@@ -31,6 +31,8 @@ enum {
 	RC_WINDOW_BYTES = 8 << 20,
 	RC_REMOTE_WINDOW_BYTES = 1 << 20,
 	RC_REMOTE_WINDOW_PKTS = NET_SHM_SLOTS * 3 / 4,
+	/* a remote softrnic peer using SR (see requester.c) */
+	RC_SR_REMOTE_WINDOW_BYTES = 4 << 20,
 	RC_MIN_WINDOW_PKTS = 16,
 	RC_MAX_WINDOW_PKTS = 2048,
 };
@@ -78,9 +80,15 @@ struct rc_cc {
 	uint64_t sample_delivered;   /* delivered then */
 	uint64_t delivered;          /* packets acknowledged, ever */
 	uint64_t min_rtt_ns, epoch_min_ns;
+	uint64_t srtt_ns;            /* smoothed round trip (7/8 old) */
 	uint32_t epoch_samples;
 	uint32_t bdp_pkts;           /* delivery rate x min RTT, decaying max */
 	uint32_t retx_burst;         /* retransmitted since the last pause */
+	/* tail-loss probe (requester_probe): when, for which una_psn, and
+	 * how many since the ACK timer was armed */
+	uint64_t probe_at;
+	uint32_t probe_una;
+	uint32_t probe_n;
 };
 
 struct srn_rc_state {
@@ -142,6 +150,9 @@ struct srn_rc_state {
 	uint32_t sr_end;
 	uint8_t sr_gap_first, sr_gap_n;
 	struct { uint32_t psn, n; } sr_gaps[RC_SR_GAPS];
+	uint32_t sr_rx_nak_psn;      /* the last gap resent for a NAK, */
+	uint64_t sr_rx_nak_at;       /* and when */
+	bool probing;                /* the resend under way is a probe */
 	uint32_t req_hi_psn;         /* 1 + the highest PSN sent (retransmits
 				      * are the packets below it) */
 	struct rc_cc cc;
@@ -156,6 +167,11 @@ struct srn_rc_state {
 	uint32_t epsn;               /* expected PSN */
 	uint32_t sr_hi;              /* SR: 1 + the highest PSN received */
 	uint64_t sr_nak_at;          /* SR: when the gap at epsn was NAKed */
+	/* SR: the gap a NAK timed, when its (only) NAK went out (0: not
+	 * timed), and the smoothed time from such a NAK to the gap filled,
+	 * a round trip (sr.c) */
+	uint32_t sr_gap_psn;
+	uint64_t sr_gap_t0, sr_fill_ns;
 	uint32_t drain_epsn;         /* epsn when an ACK last emptied the SQ */
 	uint32_t msn;                /* message sequence number */
 	bool nak_sent;               /* sequence/RNR NAK sent for epsn */
@@ -347,6 +363,8 @@ void requester_rewind(struct srn_rc_state *rc, uint32_t psn);
  * the send point after a go-back (a resend's ACK covering what it had
  * already): resend none of it. */
 void requester_skip(struct srn_rc_state *rc, uint32_t psn);
+/* SR: resend the last packet sent, asking for an ACK (a tail-loss probe) */
+void requester_probe(struct srn_rc_state *rc);
 void requester_arm_retry(struct srn_rc_state *rc);
 /* requester.c: bring the QP's share of the engine's shared window up to
  * date (its packets in flight; none unless RC in RTS/SQD with a path).
@@ -372,6 +390,14 @@ void cc_acked(struct srn_rc_state *rc, uint64_t now);
 /* a go-back to psn for a PSN-sequence NAK (loss), or an ACK timeout */
 void cc_loss(struct srn_rc_state *rc, uint32_t psn);
 void cc_timeout(struct srn_rc_state *rc);
+/* The ACK timeout to use for the application's timeout_ns: at least a
+ * few smoothed round trips, so a long path does not time out spuriously */
+uint64_t cc_rto(const struct srn_rc_state *rc, uint64_t timeout_ns);
+/* The tail-loss probe's timer (SR only): armed from now when the ACK
+ * timer is, fired by requester_timers; 0 or when it fires next. */
+void cc_probe_arm(struct srn_rc_state *rc, uint64_t now);
+/* its time came: probe now? (re-armed, further off, if so) */
+bool cc_probe_fire(struct srn_rc_state *rc, uint64_t now);
 /* Retransmissions go in bursts spaced at the measured delivery rate:
  * true when the one just sent ends a burst (*pause_ns: how long to wait). */
 bool cc_retx_pause(struct srn_rc_state *rc, uint64_t *pause_ns);
@@ -388,10 +414,13 @@ bool sr_hold(struct srn_rc_state *rc, const struct wire_pkt *pkt, uint32_t ahead
 uint32_t sr_gap_len(const struct srn_rc_state *rc);
 bool sr_take(struct srn_rc_state *rc, struct wire_pkt *out);
 bool sr_lost_room(struct srn_rc_state *rc);
-/* sr.c: the gap at epsn was NAKed at now: NAK it again after RC_RENAK_NS
- * if it is still open (sr_renak_timer, from the QP's timer; returns its
- * next deadline, 0 = none) */
-void sr_renak_arm(struct srn_rc_state *rc, uint64_t now);
+/* sr.c: the gap at epsn was NAKed at now (timed: a NAK sent as the gap
+ * opened, so its filling times a round trip): NAK it again after RC_RENAK_NS or two
+ * round trips if it is still open (sr_renak_timer, from the QP's timer;
+ * returns its next deadline, 0 = none).  sr_filled: the gap at epsn is
+ * filled now. */
+void sr_renak_arm(struct srn_rc_state *rc, uint64_t now, bool timed);
+void sr_filled(struct srn_rc_state *rc);
 uint64_t sr_renak_timer(struct srn_rc_state *rc, uint64_t now,
 			void (*nak)(struct srn_rc_state *rc, uint32_t psn, uint32_t msn));
 void sr_clear(struct srn_rc_state *rc);

@@ -34,12 +34,21 @@ static uint32_t peer_window_pkts(const struct srn_rc_state *rc, uint8_t *pool)
 		if (rc->eng->udp.rcvbuf > 0)
 			bytes = (uint64_t)rc->eng->udp.rcvbuf / 4;
 	}
+	/* A remote softrnic peer that speaks SR opened its socket as ours
+	 * did (16 MiB asked, 4 MiB at a default rmem_max), and a loss costs
+	 * it one packet, not a window: a bandwidth-delay product of 5-10 ms
+	 * needs more than 1 MiB in flight, and the congestion window
+	 * (cc.c) bounds it by what the path delivers. */
+	if (*pool == 1 && rc->sr)
+		bytes = RC_SR_REMOTE_WINDOW_BYTES;
 	w = (uint32_t)rc_pmtu_div(rc, bytes);
 	/* A remote QP may belong to an engine beside the one holding port
 	 * 4791 there, which hands its packets on through a shared-memory
 	 * inbox of NET_SHM_SLOTS per sender (qp_forward.c): more in flight
-	 * than that overruns it whenever that engine waits for a CPU. */
-	if (*pool == 1 && w > RC_REMOTE_WINDOW_PKTS)
+	 * than that overruns it whenever that engine waits for a CPU.  (A
+	 * softrnic peer steers them to their owner's socket (net/steer.h);
+	 * with SR, one overrun there costs the packets lost, not a window.) */
+	if (*pool == 1 && !rc->sr && w > RC_REMOTE_WINDOW_PKTS)
 		w = RC_REMOTE_WINDOW_PKTS;
 	return w < RC_MIN_WINDOW_PKTS ? RC_MIN_WINDOW_PKTS : w;
 }
@@ -189,8 +198,9 @@ static void arm_retry(struct srn_rc_state *rc, uint64_t *now)
 	if (rc->retry_at == 0) {
 		if (!*now)
 			*now = srn_now_ns();
-		rc->retry_at = *now + rc->timeout_ns;
+		rc->retry_at = *now + cc_rto(rc, rc->timeout_ns);
 		srn_engine_arm(rc->eng, rc->retry_at);
+		cc_probe_arm(rc, *now);
 	}
 }
 
@@ -348,11 +358,13 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t ba
 		h.se = last && (w->send_flags & IBV_SEND_SOLICITED);
 		/* UC has no acknowledgements to ask for */
 		h.ackreq = rc->type == IBV_QPT_RC &&
-			   (last || ask_ack || rc->since_ackreq + 1 >= ackreq_every(rc, win));
+			   (last || ask_ack || rc->probing ||
+			    rc->since_ackreq + 1 >= ackreq_every(rc, win));
 		ret = rc_tx(rc, &h, pay, npay, len);
 		if (ret)
 			return ret;
 		rc->since_ackreq = h.ackreq ? 0 : rc->since_ackreq + 1;
+		rc->probing = false;
 		w->sent += len;
 		if (last)
 			w->sent = w->length; /* zero-length message: one packet */
@@ -732,6 +744,17 @@ static void sr_next_gap(struct srn_rc_state *rc)
 	}
 	rc->sr_resending = false;
 	requester_skip(rc, rc->req_hi_psn);
+}
+
+void requester_probe(struct srn_rc_state *rc)
+{
+	/* (not while a READ or atomic is out: its request is re-issued
+	 * whole, and the ACK timer covers it) */
+	if (!rc->sr || rc->rd_out || rc->sr_resending || rc->req_psn != rc->req_hi_psn ||
+	    rc->una_psn == rc->req_psn)
+		return;
+	rc->probing = true;
+	requester_resend(rc, wire_psn_add(rc->req_hi_psn, WIRE_PSN_MASK), 1);
 }
 
 void requester_skip(struct srn_rc_state *rc, uint32_t psn)

@@ -78,7 +78,7 @@ static void send_nak_seq_msn(struct srn_rc_state *rc, uint32_t psn, uint32_t msn
 	if (psn == rc->epsn) {
 		rc->nak_sent = true;
 		if (rc->sr)
-			sr_renak_arm(rc, srn_now_ns());
+			sr_renak_arm(rc, srn_now_ns(), true);
 	}
 	send_aeth_msn(rc, psn, WIRE_AETH_NAK_PSN_SEQ, msn);
 }
@@ -408,6 +408,8 @@ static enum resp_state check_psn(struct srn_rc_state *rc, struct resp_pkt *p)
 			return RS_DROP;
 		return RS_NAK_SEQ;
 	}
+	if (rc->sr && rc->nak_sent)
+		sr_filled(rc);
 	rc->nak_sent = false;
 	if (rc->sr)
 		sr_seen(rc, p->pkt->psn, send_nak_seq_msn);
@@ -784,7 +786,7 @@ static void sr_drain(struct srn_rc_state *rc)
 		return;
 	if (sr_gap_len(rc)) {
 		rc->nak_sent = true;
-		sr_renak_arm(rc, srn_now_ns());
+		sr_renak_arm(rc, srn_now_ns(), false);
 		if (any) {
 			rc_count(rc, SRN_CNT_resp_acks);
 			send_aeth(rc, wire_psn_add(rc->epsn, WIRE_PSN_MASK), WIRE_AETH_ACK | 0x1f);

@@ -27,7 +27,10 @@
 #include "net/settings.h"
 #include "transport/rc.h"
 
-enum { SR_WIN = 512 };       /* PSNs ahead of epsn held, at most */
+/* PSNs ahead of epsn held, at most: a whole window (a gap at its front
+ * must not turn what follows into a go-back-N); the slots are allocated
+ * at the first gap */
+enum { SR_WIN = RC_MAX_WINDOW_PKTS };
 
 struct rc_sr_buf {
 	uint32_t held;           /* packets held */
@@ -37,6 +40,17 @@ struct rc_sr_buf {
 	struct wire_pkt pkt[SR_WIN];
 	uint8_t data[];          /* SR_WIN slots of pmtu bytes */
 };
+
+/* How long a NAKed gap may stay open before it is NAKed again: its
+ * resend takes a round trip, which the time NAKed gaps took to fill
+ * measures (at 5 ms of delay, a re-NAK every 1 ms resent each gap ten
+ * times) */
+static uint64_t renak_ns(const struct srn_rc_state *rc)
+{
+	uint64_t t = 2 * rc->sr_fill_ns;
+
+	return t > RC_RENAK_NS ? t : RC_RENAK_NS;
+}
 
 bool sr_decide(const struct srn_rc_state *rc)
 {
@@ -157,16 +171,39 @@ void sr_seen(struct srn_rc_state *rc, uint32_t psn,
 	if (!rc->nak_sent || psn == rc->epsn)
 		return;
 	/* the first gap's resend may be lost too: NAK it again, not more
-	 * often than RC_RENAK_NS, rather than wait for the ACK timeout */
+	 * often than renak_ns, rather than wait for the ACK timeout */
 	now = srn_now_ns();
-	if (now - rc->sr_nak_at > RC_RENAK_NS)
+	if (now - rc->sr_nak_at > renak_ns(rc))
 		nak(rc, rc->epsn, sr_gap_len(rc));
 }
 
-void sr_renak_arm(struct srn_rc_state *rc, uint64_t now)
+void sr_renak_arm(struct srn_rc_state *rc, uint64_t now, bool timed)
 {
+	/* timed from its first NAK even when NAKed again: a fill time
+	 * too long only makes a lost resend wait longer; timing only gaps
+	 * NAKed once would never time one while every gap is NAKed again
+	 * before its resend can come */
+	if (rc->sr_gap_psn != rc->epsn) {
+		rc->sr_gap_psn = rc->epsn;
+		rc->sr_gap_t0 = timed ? now : 0;
+	}
 	rc->sr_nak_at = now;
-	srn_engine_arm(rc->eng, now + RC_RENAK_NS);
+	srn_engine_arm(rc->eng, now + renak_ns(rc));
+}
+
+void sr_filled(struct srn_rc_state *rc)
+{
+	if (rc->sr_gap_psn == rc->epsn && rc->sr_gap_t0) {
+		uint64_t s = srn_now_ns() - rc->sr_gap_t0;
+
+		/* at most the interval in force: a gap whose resend was
+		 * lost waited that long more, and fed whole, the interval
+		 * would grow on itself */
+		if (s > renak_ns(rc))
+			s = renak_ns(rc);
+		rc->sr_fill_ns = rc->sr_fill_ns ? (7 * rc->sr_fill_ns + s) / 8 : s;
+	}
+	rc->sr_gap_t0 = 0;
 }
 
 uint64_t sr_renak_timer(struct srn_rc_state *rc, uint64_t now,
@@ -179,9 +216,9 @@ uint64_t sr_renak_timer(struct srn_rc_state *rc, uint64_t now,
 	if (!rc->nak_sent || !rc->sr_buf || !sr_gap_len(rc) ||
 	    (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD))
 		return 0;
-	if (now - rc->sr_nak_at >= RC_RENAK_NS)
+	if (now - rc->sr_nak_at >= renak_ns(rc))
 		nak(rc, rc->epsn, sr_gap_len(rc));
-	return rc->sr_nak_at + RC_RENAK_NS;
+	return rc->sr_nak_at + renak_ns(rc);
 }
 
 void sr_clear(struct srn_rc_state *rc)

@@ -145,15 +145,18 @@ static void txb_key_init(void)
 static void txb_flush(void)
 {
 	struct tx_batch *b = txb;
+	struct net_udp *u;
 	int done = 0, ret = 0;
 
 	if (!b || b->ngrp == 0)
 		return;
-	while (done < b->ngrp) {
-		ret = net_udp_send_gso(&b->eng->udp, &b->to, b->iov, b->seg_iov,
+	/* (rc_resolve_path gave every batched QP a path: u is there) */
+	u = srn_engine_sock(b->eng, b->to.family);
+	while (u && done < b->ngrp) {
+		ret = net_udp_send_gso(u, &b->to, b->iov, b->seg_iov,
 				       b->grp + done, b->ngrp - done);
-		if (ret == -EAGAIN && net_udp_wait_writable(&b->eng->udp, 5))
-			ret = net_udp_send_gso(&b->eng->udp, &b->to, b->iov, b->seg_iov,
+		if (ret == -EAGAIN && net_udp_wait_writable(u, 5))
+			ret = net_udp_send_gso(u, &b->to, b->iov, b->seg_iov,
 					       b->grp + done, b->ngrp - done);
 		if (ret <= 0)
 			break;
@@ -314,7 +317,8 @@ static int tx_shm(struct srn_rc_state *rc, struct iovec *iov, int n, uint8_t *ta
 	tail[padcnt + 2] = (uint8_t)(icrc >> 16);
 	tail[padcnt + 3] = (uint8_t)(icrc >> 24);
 	iov[n++].iov_len = padcnt + WIRE_ICRC_LEN;
-	ret = net_shm_send(rc->shm_peer, &eng->udp.local, rc->peer.ip, iov, n, TX_SHM_SPIN_NS);
+	ret = net_shm_send(rc->shm_peer, srn_engine_local(eng, rc->peer.family), rc->peer.ip,
+			   iov, n, TX_SHM_SPIN_NS);
 	if (ret == -EAGAIN) {
 		rc_count(rc, SRN_CNT_shm_ring_full);
 		rc_count(rc, SRN_CNT_tx_eagain);
@@ -341,6 +345,7 @@ int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 	uint8_t hdr[WIRE_MAX_HDR_LEN];
 	uint8_t tail[3 + WIRE_ICRC_LEN] = { 0 };
 	struct iovec iov[TX_MAX_IOV + 1];
+	struct net_udp *u;
 	uint32_t icrc;
 	int hlen, n = 0, ret;
 
@@ -386,7 +391,8 @@ int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 	tail[h->padcnt + 3] = (uint8_t)(icrc >> 24);
 	iov[n++].iov_len = h->padcnt + WIRE_ICRC_LEN;
 
-	ret = net_udp_send(&eng->udp, &rc->peer, iov, n);
+	u = srn_engine_sock(eng, rc->peer.family);
+	ret = u ? net_udp_send(u, &rc->peer, iov, n) : -ENETUNREACH;
 	if (ret == -EAGAIN) {
 		rc_count(rc, SRN_CNT_tx_eagain);
 		return ret;

@@ -34,6 +34,7 @@ bool ud_route(struct srn_rc_state *rc, struct ibv_ah *ah, uint32_t remote_qpn)
 	struct srn_engine *eng = rc->eng;
 	const union ibv_gid *dgid = srn_ah_dgid(ah);
 	struct net_addr to = { 0 };
+	const struct net_addr *me;
 	uint16_t port;
 	int fam;
 
@@ -54,20 +55,22 @@ bool ud_route(struct srn_rc_state *rc, struct ibv_ah *ah, uint32_t remote_qpn)
 		}
 		to.port = SRN_ROCE_UDP_PORT;
 		rc->dqpn = remote_qpn & WIRE_PSN_MASK;
-		/* a QP of this host listens where its engine registered it */
-		if (to.family == eng->udp.local.family && net_addr_is_local(to.family, to.ip) &&
+		/* a QP of this host listens where its engine registered it
+		 * (an IPv4 engine hears IPv6 at the same port: engine.h) */
+		if (srn_engine_local(eng, to.family) && net_addr_is_local(to.family, to.ip) &&
 		    net_registry_lookup(eng->reg, rc->dqpn, &port, &fam) == 0 &&
-		    fam == to.family)
+		    (fam == to.family || (to.family == AF_INET6 && fam == AF_INET)))
 			to.port = port;
 	}
-	if (to.family != eng->udp.local.family)
+	me = srn_engine_local(eng, to.family);
+	if (!me)
 		return false;
 	rc->peer = to;
 	memset(&rc->l3, 0, sizeof(rc->l3));
 	rc->l3.family = to.family;
-	memcpy(rc->l3.src, eng->udp.local.ip, 16);
+	memcpy(rc->l3.src, me->ip, 16);
 	memcpy(rc->l3.dst, to.ip, 16);
-	rc->l3.sport = eng->udp.local.port;
+	rc->l3.sport = me->port;
 	rc->l3.dport = to.port;
 	rc->l3.ttl_hop = 64;
 	return true;

@@ -81,6 +81,8 @@ SRN_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	srn_ops_init_unsupported(&ctx->vctx);
 	srn_ops_init_device(&ctx->vctx);
 	srn_ops_init_datapath(&ctx->vctx);
+	srn_ops_init_dm(&ctx->vctx);
+	srn_ops_init_odp(&ctx->vctx);
 
 	err = srn_engine_attach(ctx);
 	if (err) {

@@ -12,9 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* wc_flags we can report: the standard set.  Timestamps, CVLAN, flow tag
- * and tag matching have no source in a software NIC. */
-#define CQ_WC_FLAGS_SUPPORTED IBV_WC_STANDARD_FLAGS
+/* wc_flags we can report: the standard set and completion timestamps
+ * (CLOCK_MONOTONIC ns as the free-running clock: hca_core_clock is
+ * 1 GHz, verbs/query.c).  CVLAN, flow tag and tag matching have no
+ * source in a software NIC. */
+#define CQ_WC_FLAGS_TS                                                    \
+	(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+#define CQ_WC_FLAGS_SUPPORTED (IBV_WC_STANDARD_FLAGS | CQ_WC_FLAGS_TS)
 
 static uint32_t round_pow2(uint32_t v)
 {
@@ -136,6 +140,7 @@ static bool cq_load_cur(struct srn_cq *cq)
 		if (!s)
 			return false;
 		cq->cur = s->wc;
+		cq->cur_ts = *srn_cq_ring_ts(r, cq->size, c);
 		flags = s->flags;
 		rq_head = s->rq_head;
 		rq_tag = s->rq_tag;
@@ -196,6 +201,21 @@ static void cq_end_poll(struct ibv_cq_ex *c)
 CQ_READERS(CQ_READER)
 #undef CQ_READER
 
+static uint64_t cq_read_completion_ts(struct ibv_cq_ex *c)
+{
+	return cq_of_ex(c)->cur_ts;
+}
+
+/* The same instant on CLOCK_REALTIME: the two clocks' offset now (a
+ * clock step between completion and poll moves it, as it would move a
+ * NIC's translated wall-clock stamp). */
+static uint64_t cq_read_completion_wallclock_ns(struct ibv_cq_ex *c)
+{
+	uint64_t real = net_clock_ns(CLOCK_REALTIME), mono = net_now_ns();
+
+	return real - (mono - cq_of_ex(c)->cur_ts);
+}
+
 /* ---- create / resize / destroy --------------------------------------- */
 
 static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
@@ -232,6 +252,7 @@ static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
 	cq->ring->magic = SRN_RINGS_MAGIC;
 	cq->ring->size = cq->size;
 	cq->ring->channel = channel != NULL;
+	cq->ring->stamp = (wc_flags & CQ_WC_FLAGS_TS) != 0;
 	if (channel && cq->share) {
 		/* where a peer that fires the channel writes its byte */
 		cq->ring->wake_pid = (int32_t)getpid();
@@ -255,6 +276,8 @@ static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
 #define CQ_SET_READER(type, field) cq->ibv.read_##field = cq_read_##field;
 	CQ_READERS(CQ_SET_READER)
 #undef CQ_SET_READER
+	cq->ibv.read_completion_ts = cq_read_completion_ts;
+	cq->ibv.read_completion_wallclock_ns = cq_read_completion_wallclock_ns;
 
 	if (channel) {
 		struct srn_comp_channel *ch = srn_chan(channel);
@@ -381,6 +404,7 @@ SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	ring->magic = SRN_RINGS_MAGIC;
 	ring->size = size;
 	ring->channel = old->channel;
+	ring->stamp = old->stamp;
 	/* closed first: then nothing can arrive between counting and copying */
 	cq_ring_close(old, old_size);
 	p = atomic_load(&old->prod) & ~SRN_CQ_CLOSED;
@@ -396,6 +420,7 @@ SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		struct srn_cqe_slot *d = &ring->ent[n];
 
 		d->wc = s->wc;
+		*srn_cq_ring_ts(ring, size, n) = *srn_cq_ring_ts(old, old_size, c);
 		d->flags = s->flags;
 		d->rq_head = s->rq_head;
 		d->rq_tag = s->rq_tag;

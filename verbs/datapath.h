@@ -94,6 +94,7 @@ struct srn_qp_check_env {
 	int num_gids;                /* valid GID table entries (sgid_index) */
 	enum ibv_mtu active_mtu;     /* the port's; 0: not checked */
 	const int *gid_family;       /* AF_INET/AF_INET6 per GID; NULL: not checked */
+	bool ipv6;                   /* IPv6 GIDs usable beside IPv4 ones */
 };
 /* Required and optional attribute masks of cur -> next for type; false if
  * the transition is not allowed at all. */

@@ -349,6 +349,15 @@ enum ibv_mtu srn_dev_active_mtu(const struct srn_device *dev)
 	return mtu;
 }
 
+int srn_dev_ipv6_src(const struct srn_device *dev)
+{
+	for (int i = 0; i < dev->num_gids; i++)
+		if (dev->gid_family[i] == AF_INET6 &&
+		    !(dev->gid[i].raw[0] == 0xfe && (dev->gid[i].raw[1] & 0xc0) == 0x80))
+			return i;
+	return -1;
+}
+
 /* Whether d is one of our devices (ibv_open_device guards against
  * pointers from elsewhere, e.g. another verbs library's list). */
 bool srn_device_valid(const struct ibv_device *d)

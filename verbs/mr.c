@@ -37,17 +37,17 @@ _Static_assert((SRN_MAX_MR & (SRN_MAX_MR - 1)) == 0, "slots: a power of two");
  * friends) are performance hints: rdma-core silently drops them when the
  * device does not support them, and so do we.  HUGETLB and MW_BIND are
  * accepted as rxe does (no memory windows exist, so MW_BIND grants
- * nothing).  ON_DEMAND is refused like Debian 12's rxe (no ODP caps are
- * reported), although nothing is ever pinned here anyway. */
+ * nothing).  ON_DEMAND is kept: such an MR is faulted in at each access
+ * and never re-backed for peers (verbs/mr_odp.c). */
 #define MR_ACCESS_KNOWN                                                  \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |               \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |              \
 	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB | \
-	 IBV_ACCESS_OPTIONAL_RANGE)
+	 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_OPTIONAL_RANGE)
 #define MR_ACCESS_KEPT                                                   \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |               \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |              \
-	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED)
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND)
 
 static bool slot_is_free(const struct srn_mr *m)
 {
@@ -112,8 +112,6 @@ static uint32_t new_key(struct srn_context *ctx, uint32_t idx)
 /* 0, or EINVAL / EOPNOTSUPP for an access combination we refuse. */
 static int check_access(unsigned int access)
 {
-	if (access & IBV_ACCESS_ON_DEMAND)
-		return EOPNOTSUPP;
 	if (access & ~(unsigned int)MR_ACCESS_KNOWN)
 		return EINVAL;
 	/* IBTA 10.6.3.1 / ibv_reg_mr(3): remote write or atomic access
@@ -185,15 +183,29 @@ static uint32_t mr_slot_alloc(struct srn_context *ctx)
 	return UINT32_MAX;
 }
 
+/* ibv_reg_mr(pd, NULL, SIZE_MAX, ...|ON_DEMAND): an implicit ODP MR, the
+ * whole address space (verbs/mr_odp.c faults each access in). */
+static bool mr_implicit(const void *addr, uint64_t length, unsigned int access)
+{
+	return !addr && length == SIZE_MAX && (access & IBV_ACCESS_ON_DEMAND);
+}
+
+/* Same-host peers may map an MR's pages (verbs/mr_share.c) unless it is
+ * ODP: those they reach through the page tables.  NULL = they can't. */
+static struct srn_mr_share *mr_share_for(struct srn_context *ctx, void *addr, uint64_t length,
+					 unsigned int access)
+{
+	if ((access & IBV_ACCESS_ON_DEMAND) || !length || !srn_mrdir_active(ctx))
+		return NULL;
+	return srn_mr_share_get(addr, length);
+}
+
 /* Registers [addr, addr+length) so that peers see it at iova.  NULL +
  * errno on failure. */
 SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 					   size_t length, uint64_t iova,
 					   unsigned int access)
 {
-	struct srn_context *ctx;
-	struct srn_mr *mr;
-	uint32_t idx, key;
 	int err;
 
 	if (!ibpd) {
@@ -201,12 +213,24 @@ SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 		return NULL;
 	}
 	err = check_access(access);
-	if (!err)
+	if (!err && mr_implicit(addr, length, access))
+		err = iova ? EINVAL : 0;
+	else if (!err)
 		err = check_range(addr, length, iova, access);
 	if (err) {
 		errno = err;
 		return NULL;
 	}
+	return srn_mr_register(ibpd, addr, length, iova, access);
+}
+
+struct ibv_mr *srn_mr_register(struct ibv_pd *ibpd, void *addr, uint64_t length, uint64_t iova,
+			       unsigned int access)
+{
+	struct srn_context *ctx;
+	struct srn_mr *mr;
+	uint32_t idx, key;
+
 	ctx = srn_ctx(ibpd->context);
 	mr = calloc(1, sizeof(*mr));
 	if (!mr) {
@@ -219,8 +243,7 @@ SRN_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr,
 	mr->vaddr = (uintptr_t)addr;
 	mr->length = length;
 	mr->access = access & MR_ACCESS_KEPT;
-	/* Same-host peers may map it (verbs/mr_share.c); NULL = they can't. */
-	mr->share = srn_mrdir_active(ctx) ? srn_mr_share_get(addr, length) : NULL;
+	mr->share = mr_share_for(ctx, addr, length, access);
 
 	pthread_mutex_lock(&ctx->lock);
 	idx = ctx->mrs_live < ctx->max_mr ? mr_slot_alloc(ctx) : UINT32_MAX;
@@ -277,6 +300,7 @@ SRN_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 	struct srn_mr *mr;
 	struct srn_mr_share *old_share = NULL, *new_share = NULL;
 	unsigned int acc;
+	bool reshare;
 	int err = 0;
 
 	if (!ibmr || flags == 0 || (flags & ~known)) {
@@ -294,19 +318,34 @@ SRN_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 	mr = srn_mr(ibmr);
+	/* a DM MR stays on its device memory */
+	if (mr->dm && (flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
 	ctx = srn_ctx(ibmr->context);
 	acc = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned int)access
 						    : mr->access;
 	err = check_access(acc);
-	if (!err && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
-		err = check_range(addr, length, (uintptr_t)addr, acc);
+	if (!err && (flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+		if (!mr_implicit(addr, length, acc))
+			err = check_range(addr, length, (uintptr_t)addr, acc);
+	} else if (!err && mr_implicit(mr->ibv.addr, mr->length, mr->access) &&
+		   !(acc & IBV_ACCESS_ON_DEMAND)) {
+		err = EINVAL; /* the whole address space needs ODP */
+	}
 	if (err) {
 		errno = err;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 
-	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && srn_mrdir_active(ctx))
-		new_share = srn_mr_share_get(addr, length);
+	/* a new backing for new pages, or when ODP comes or goes */
+	reshare = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ||
+		  ((acc ^ mr->access) & IBV_ACCESS_ON_DEMAND);
+	if (reshare)
+		new_share = (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+				    ? mr_share_for(ctx, addr, length, acc)
+				    : mr_share_for(ctx, (void *)mr->vaddr, mr->length, acc);
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
 		atomic_fetch_add(&srn_pd(pd)->users, 1);
 		atomic_fetch_sub(&mr->pd->users, 1);
@@ -324,10 +363,12 @@ SRN_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd,
 		mr->iova = (acc & IBV_ACCESS_ZERO_BASED) ? 0 : (uintptr_t)addr;
 		mr->ibv.addr = addr;
 		mr->ibv.length = length;
-		old_share = mr->share;
-		mr->share = new_share;
 	} else if ((acc ^ mr->access) & IBV_ACCESS_ZERO_BASED) {
 		mr->iova = (acc & IBV_ACCESS_ZERO_BASED) ? 0 : mr->vaddr;
+	}
+	if (reshare) {
+		old_share = mr->share;
+		mr->share = new_share;
 	}
 	mr->access = acc & MR_ACCESS_KEPT;
 	pthread_mutex_unlock(&ctx->lock);
@@ -364,19 +405,22 @@ SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	atomic_fetch_sub(&mr->pd->users, 1);
 	atomic_fetch_sub(&ctx->num_objects, 1);
 	srn_mr_share_put(mr->share);
+	if (mr->dm)
+		atomic_fetch_sub(&mr->dm->mrs, 1);
 	free(mr);
 	return 0;
 }
 
-enum srn_mr_check srn_mr_resolve(struct srn_context *ctx, struct srn_pd *pd,
-				 uint32_t key, bool remote, uint64_t iova,
-				 uint64_t len, unsigned int access, void **out)
+enum srn_mr_check srn_mr_lookup(struct srn_context *ctx, struct srn_pd *pd, uint32_t key,
+				bool remote, uint64_t iova, uint64_t len, unsigned int access,
+				void **out, bool *odp)
 {
 	enum srn_mr_check r = SRN_MR_OK;
 	struct srn_mr *mr;
 	uint64_t off;
 
 	*out = NULL;
+	*odp = false;
 	/* IBTA 9.4.1.1 / 9.7.4.1.3: a zero-length access touches no memory
 	 * and needs no valid key. */
 	if (len == 0)
@@ -396,7 +440,25 @@ enum srn_mr_check srn_mr_resolve(struct srn_context *ctx, struct srn_pd *pd,
 		r = SRN_MR_OUT_OF_BOUNDS;
 	} else {
 		*out = (void *)(mr->vaddr + (uintptr_t)off);
+		*odp = mr->access & IBV_ACCESS_ON_DEMAND;
 	}
 	pthread_mutex_unlock(&ctx->lock);
+	return r;
+}
+
+enum srn_mr_check srn_mr_resolve(struct srn_context *ctx, struct srn_pd *pd,
+				 uint32_t key, bool remote, uint64_t iova,
+				 uint64_t len, unsigned int access, void **out)
+{
+	const unsigned int writes = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_ATOMIC;
+	bool odp;
+	enum srn_mr_check r = srn_mr_lookup(ctx, pd, key, remote, iova, len, access, out, &odp);
+
+	/* ODP: the page fault a NIC would take, outside the table lock */
+	if (r == SRN_MR_OK && odp && !srn_odp_fault_in((uintptr_t)*out, len, access & writes)) {
+		*out = NULL;
+		r = SRN_MR_OUT_OF_BOUNDS;
+	}
 	return r;
 }

@@ -172,11 +172,13 @@ static void share_log(const char *fmt, ...)
 
 	if (!share_debug)
 		return;
+	char line[512];
+
 	va_start(ap, fmt);
-	fputs("softrnic: mr_share: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	/* one write per line: the application may print to stderr too */
+	fprintf(stderr, "softrnic: mr_share: %s\n", line);
 }
 
 /* share_fd is still the memfd we created.  An application that closes

@@ -204,12 +204,16 @@ bool srn_qp_transition(enum ibv_qp_type type, enum ibv_qp_state cur,
 
 /* RoCE addressing: every connected QP's path needs a GRH whose source GID
  * exists (the packets are UDP/IP, addressed by GID).  The engine sends
- * from the device's address (GID 0): a source or destination GID of the
- * other IP family has no path from it, and would leave the QP sending
- * nothing, so it is refused here. */
+ * from one address per family: GID 0's, and beside an IPv4 GID 0 the
+ * device's IPv6 source (srn_dev_ipv6_src, env->ipv6).  Source and
+ * destination must be of one family, one the engine has: anything else
+ * has no path and would leave the QP sending nothing, so it is refused
+ * here.  A link-local IPv6 destination beside IPv4 needs an interface
+ * scope a GID cannot carry: refused too. */
 static int check_ah(const struct ibv_ah_attr *ah, const struct srn_qp_check_env *env)
 {
 	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	const uint8_t *d = ah->grh.dgid.raw;
 	int dfamily;
 
 	if (ah->port_num != 1)
@@ -220,16 +224,21 @@ static int check_ah(const struct ibv_ah_attr *ah, const struct srn_qp_check_env 
 		return EINVAL;
 	if (!env->gid_family)
 		return 0;
-	dfamily = memcmp(ah->grh.dgid.raw, v4mapped, 12) ? AF_INET6 : AF_INET;
-	if (env->gid_family[ah->grh.sgid_index] != env->gid_family[0] ||
-	    dfamily != env->gid_family[0])
+	dfamily = memcmp(d, v4mapped, 12) ? AF_INET6 : AF_INET;
+	if (env->gid_family[ah->grh.sgid_index] != dfamily)
 		return EINVAL;
-	return 0;
+	if (dfamily == env->gid_family[0])
+		return 0;
+	if (dfamily != AF_INET6 || !env->ipv6)
+		return EINVAL;
+	return d[0] == 0xfe && (d[1] & 0xc0) == 0x80 ? EINVAL : 0;
 }
 
+/* ON_DEMAND is an MR's property; programs that pass their MR flags to
+ * the QP too (rdma-core's ODP tests) get it ignored, as on mlx5. */
 #define QP_ACCESS_OK (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 		      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
-		      IBV_ACCESS_MW_BIND)
+		      IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND)
 
 static int check_values(const struct ibv_qp_attr *a, int mask,
 			const struct srn_qp_check_env *env)
@@ -381,6 +390,7 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	env.num_gids = qp->ctx->dev ? qp->ctx->dev->num_gids : 0;
 	env.active_mtu = qp->ctx->dev ? srn_dev_active_mtu(qp->ctx->dev) : 0;
 	env.gid_family = qp->ctx->dev && env.num_gids ? qp->ctx->dev->gid_family : NULL;
+	env.ipv6 = qp->ctx->dev && srn_dev_ipv6_src(qp->ctx->dev) >= 0;
 
 	pthread_mutex_lock(&qp->lock);
 	old = ibqp->state;

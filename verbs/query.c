@@ -99,7 +99,35 @@ static int srn_query_device_ex(struct ibv_context *context,
 	/* The low 32 bits repeat device_cap_flags; no extended caps. */
 	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
 	full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
+	/* Completion timestamps count CLOCK_MONOTONIC ns (verbs/cq.c). */
+	full.completion_timestamp_mask = UINT64_MAX;
+	full.hca_core_clock = SRN_HCA_CORE_CLOCK_KHZ;
+	full.max_dm_size = SRN_MAX_DM_SIZE;
+	/* ODP: nothing is ever pinned, so any MR already follows the
+	 * process's page tables (verbs/mr_odp.c). */
+	full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	full.odp_caps.per_transport_caps.rc_odp_caps =
+		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+		IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	full.odp_caps.per_transport_caps.uc_odp_caps =
+		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+		IBV_ODP_SUPPORT_SRQ_RECV;
+	full.odp_caps.per_transport_caps.ud_odp_caps =
+		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
+	return 0;
+}
+
+/* vctx->query_rt_values: the free-running clock completions are stamped
+ * with.  Fills what comp_mask asks for and it knows (RAW_CLOCK), and says
+ * so in comp_mask, as providers do. */
+static int srn_query_rt_values(struct ibv_context *context, struct ibv_values_ex *values)
+{
+	if (!context || !values)
+		return EINVAL;
+	values->comp_mask &= IBV_VALUES_MASK_RAW_CLOCK;
+	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK)
+		clock_gettime(CLOCK_MONOTONIC, &values->raw_clock);
 	return 0;
 }
 
@@ -357,6 +385,7 @@ void srn_ops_init_device(struct verbs_context *vctx)
 {
 	vctx->query_port = srn_query_port;
 	vctx->query_device_ex = srn_query_device_ex;
+	vctx->query_rt_values = srn_query_rt_values;
 	/* Programs built against pre-v18 headers call these slots directly;
 	 * the exported functions have exactly their signatures. */
 	vctx->context.ops._compat_query_device = ibv_query_device;

@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/clock.h"
 #include "verbs/srn.h"
 
 struct srn_mr_share;
@@ -45,7 +46,7 @@ struct srn_mr_share;
 #define SRN_CQ_CLOSED (1ull << 63)
 /* (a new layout gets a new magic: a peer running another build of the
  * library refuses the rings and sends packets) */
-#define SRN_RINGS_MAGIC 0x344e5252u  /* "RRN4" */
+#define SRN_RINGS_MAGIC 0x354e5252u  /* "RRN5" */
 #define SRN_RING_HOT_ALIGN 128
 
 enum {
@@ -84,6 +85,9 @@ struct srn_cq_ring {
 	_Atomic uint32_t peer_fired;
 	int32_t wake_pid, wake_fd;
 	uint64_t wake_ino;
+	uint32_t stamp;              /* 1: each producer stamps its entries
+				      * (ibv_create_cq_ex asked for completion
+				      * timestamps): srn_cq_ring_ts */
 	/* Each hot word alone in an aligned pair of lines: the CPU's
 	 * adjacent-line prefetcher fetches lines in 128-byte pairs, so a
 	 * reader of the neighbouring line takes a copy of this one too, and
@@ -101,9 +105,25 @@ struct srn_cq_ring {
 				      * head, a line the peer owns); may lag,
 				      * never leads */
 	_Alignas(SRN_RING_HOT_ALIGN) struct srn_cqe_slot ent[];
+	/* then uint64_t ts[size]: each entry's completion time (CLOCK_MONOTONIC
+	 * ns, a clock every process of the host shares), kept apart so a
+	 * completion still fits one cache line */
 };
 
 _Static_assert(offsetof(struct srn_cq_ring, ent) == 3 * SRN_RING_HOT_ALIGN, "CQ ring header");
+
+/* The timestamp of entry idx (the array after ent[]). */
+static inline uint64_t *srn_cq_ring_ts(struct srn_cq_ring *r, uint32_t size, uint64_t idx)
+{
+	return (uint64_t *)(void *)&r->ent[size] + (idx & (size - 1));
+}
+
+/* Stamp reserved entry idx before it is published, if the CQ asked. */
+static inline void srn_cq_ring_stamp(struct srn_cq_ring *r, uint32_t size, uint64_t idx)
+{
+	if (r->stamp)
+		*srn_cq_ring_ts(r, size, idx) = net_now_ns();
+}
 
 struct srn_rq_ring {
 	uint32_t magic;
@@ -168,7 +188,7 @@ static inline uint32_t srn_rq_ring_slots(uint32_t max_recv_wr)
 
 static inline size_t srn_cq_ring_bytes(uint32_t size)
 {
-	return sizeof(struct srn_cq_ring) + (size_t)size * sizeof(struct srn_cqe_slot);
+	return sizeof(struct srn_cq_ring) + (size_t)size * (sizeof(struct srn_cqe_slot) + 8);
 }
 
 static inline size_t srn_rq_ring_bytes(uint32_t max_wr)
@@ -229,8 +249,10 @@ static inline void srn_cq_ring_publish(struct srn_cq_ring *r, uint32_t size, uin
 {
 	struct srn_cqe_slot *s = &r->ent[idx & (size - 1)];
 
-	if (wc)
+	if (wc) {
 		s->wc = *wc;
+		srn_cq_ring_stamp(r, size, idx);
+	}
 	s->flags = wc ? flags : flags | SRN_CQE_SKIP;
 	atomic_store_explicit(&s->seq, (uint32_t)(idx + 1), memory_order_release);
 }

@@ -45,6 +45,10 @@ enum srn_limits {
 };
 #define SRN_MAX_MR_SIZE (1ULL << 40)
 #define SRN_MAX_MSG_SIZE (1U << 31) /* 2 GiB, as IBTA's DMA length allows */
+/* Completion timestamps tick in ns: a 1 GHz "core clock" (in kHz). */
+#define SRN_HCA_CORE_CLOCK_KHZ 1000000ULL
+/* Device memory one context may hold (verbs/dm.c): small, as on a NIC. */
+#define SRN_MAX_DM_SIZE (256ULL << 10)
 
 /* ---- device ------------------------------------------------------------ */
 
@@ -74,6 +78,10 @@ static inline struct srn_device *srn_dev(struct ibv_device *d)
 /* IB MTU enum for the largest payload that fits the interface MTU after
  * IP(v4 20 / v6 40) + UDP 8 + BTH 12 + largest ext header + ICRC. */
 enum ibv_mtu srn_dev_active_mtu(const struct srn_device *dev);
+/* The GID the device's IPv6 packets leave from: its first IPv6 entry that
+ * is not link-local (those need an interface scope the GID cannot carry),
+ * or -1. */
+int srn_dev_ipv6_src(const struct srn_device *dev);
 
 /* ---- context ----------------------------------------------------------- */
 
@@ -111,6 +119,7 @@ struct srn_context {
 				      * doorbell makes the engine look at them */
 	struct srn_srq *srqs;        /* every SRQ: a doorbell also checks
 				      * their armed limits (peers take WQEs) */
+	_Atomic uint64_t dm_bytes;   /* device memory allocated (verbs/dm.c) */
 };
 
 static inline struct srn_context *srn_ctx(struct ibv_context *c)
@@ -123,6 +132,8 @@ static inline struct srn_context *srn_ctx(struct ibv_context *c)
 void srn_ops_init_unsupported(struct verbs_context *vctx); /* verbs/unsupported.c */
 void srn_ops_init_device(struct verbs_context *vctx);      /* verbs/query.c */
 void srn_ops_init_datapath(struct verbs_context *vctx);    /* verbs/qp.c etc. */
+void srn_ops_init_dm(struct verbs_context *vctx);          /* verbs/dm.c */
+void srn_ops_init_odp(struct verbs_context *vctx);         /* verbs/mr_odp.c */
 
 /* ---- PD, MR ------------------------------------------------------------ */
 
@@ -140,7 +151,29 @@ struct srn_mr {
 	unsigned int access;         /* IBV_ACCESS_* flags */
 	struct srn_mr_share *share;  /* memfd backing peers can map
 				      * (verbs/mr_share.c), or NULL */
+	struct srn_dm *dm;           /* ibv_reg_dm_mr: the device memory */
 };
+
+/* Device memory (verbs/dm.c): pages of the same shareable memory MRs use,
+ * so same-host peers reach a DM MR as they reach any other. */
+struct srn_dm {
+	struct ibv_dm ibv;
+	uint8_t *base;               /* page-aligned, zeroed at allocation */
+	uint64_t length;             /* what ibv_alloc_dm asked for */
+	struct srn_mr_share *share;  /* its memfd backing, or NULL */
+	atomic_uint mrs;             /* MRs registered on it (free: EBUSY) */
+};
+
+/* Registers an MR whose pd, access and range the caller has checked
+ * (verbs/mr.c; ibv_reg_mr_iova2 is it with rdma-core's checks).  NULL +
+ * errno (ENOMEM). */
+struct ibv_mr *srn_mr_register(struct ibv_pd *pd, void *addr, uint64_t length, uint64_t iova,
+			       unsigned int access);
+
+/* An ODP MR's pages [p, p + len) present with the right to read (write
+ * false) or write, faulting them in as a NIC's page fault would: false
+ * where nothing is mapped or the mapping forbids it (verbs/mr_odp.c). */
+bool srn_odp_fault_in(uintptr_t p, uint64_t len, bool write);
 
 /* Result of a memory check: one place maps it to NAK and WC status. */
 enum srn_mr_check {
@@ -148,7 +181,8 @@ enum srn_mr_check {
 	SRN_MR_BAD_KEY,              /* no MR with this key */
 	SRN_MR_PD_MISMATCH,          /* MR belongs to another PD */
 	SRN_MR_NO_ACCESS,            /* access flag missing */
-	SRN_MR_OUT_OF_BOUNDS,        /* range not inside the MR */
+	SRN_MR_OUT_OF_BOUNDS,        /* range not inside the MR, or (ODP) not
+				      * mapped with the access it needs */
 };
 
 /* Resolve (key, iova, len) for an access in pd; on SRN_MR_OK *out is the
@@ -158,6 +192,11 @@ enum srn_mr_check {
 enum srn_mr_check srn_mr_resolve(struct srn_context *ctx, struct srn_pd *pd,
 				 uint32_t key, bool remote, uint64_t iova,
 				 uint64_t len, unsigned int access, void **out);
+/* srn_mr_resolve's checks without faulting an ODP MR's pages in; *odp
+ * says whether the MR is one. */
+enum srn_mr_check srn_mr_lookup(struct srn_context *ctx, struct srn_pd *pd, uint32_t key,
+				bool remote, uint64_t iova, uint64_t len, unsigned int access,
+				void **out, bool *odp);
 
 /* ---- CQ ---------------------------------------------------------------- */
 
@@ -183,6 +222,7 @@ struct srn_cq {
 	bool overrun;                /* a completion was lost: CQ in error */
 	atomic_uint users;           /* QPs and SRQs using it (EBUSY) */
 	struct ibv_wc cur;           /* start_poll/next_poll current entry */
+	uint64_t cur_ts;             /* its completion time (CLOCK_MONOTONIC ns) */
 	uint64_t wc_flags;           /* ibv_create_cq_ex wc_flags */
 	uint32_t comp_events_reported; /* events ibv_get_cq_event handed out
 					* (destroy waits until all are acked) */

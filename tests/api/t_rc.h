@@ -64,6 +64,21 @@ static __attribute__((unused)) struct ibv_context *t_open(void)
 
 /* Set: the ends opened next get a completion channel for their CQ. */
 static bool t_with_channel __attribute__((unused));
+/* Nonzero: the ends opened next get an ibv_create_cq_ex CQ with these
+ * wc_flags. */
+static uint64_t t_cq_wc_flags __attribute__((unused));
+
+static __attribute__((unused)) struct ibv_cq *t_cq_open(struct t_end *e)
+{
+	struct ibv_cq_init_attr_ex cx = { .cqe = 4096, .channel = e->ch,
+					  .wc_flags = t_cq_wc_flags };
+	struct ibv_cq_ex *x;
+
+	if (!t_cq_wc_flags)
+		return ibv_create_cq(e->ctx, 4096, NULL, e->ch, 0);
+	x = ibv_create_cq_ex(e->ctx, &cx);
+	return x ? ibv_cq_ex_to_cq(x) : NULL;
+}
 
 /* Context, PD, CQ, registered buffer and a QP of type (RC or UC), in
  * RESET. */
@@ -76,7 +91,7 @@ static __attribute__((unused)) int t_end_open(struct t_end *e, enum ibv_qp_type 
 	e->pd = ibv_alloc_pd(e->ctx);
 	if (t_with_channel && !(e->ch = ibv_create_comp_channel(e->ctx)))
 		return -1;
-	e->cq = ibv_create_cq(e->ctx, 4096, NULL, e->ch, 0);
+	e->cq = t_cq_open(e);
 	e->buf = aligned_alloc(4096, BUF_SIZE);
 	if (!e->pd || !e->cq || !e->buf)
 		return -1;
@@ -305,6 +320,22 @@ static __attribute__((unused)) void fill(uint8_t *p, size_t n, unsigned seed)
 		p[i] = (uint8_t)(i * 7 + seed * 13 + (i >> 8));
 }
 
+/* Post wr with its remote address and key where its opcode reads them. */
+static __attribute__((unused)) int t_post_remote(struct ibv_qp *qp, struct ibv_send_wr *wr,
+						 uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_send_wr *bad;
+
+	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr->wr.atomic.remote_addr = raddr;
+		wr->wr.atomic.rkey = rkey;
+	} else {
+		wr->wr.rdma.remote_addr = raddr;
+		wr->wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(qp, wr, &bad);
+}
+
 static __attribute__((unused)) int post_send(struct t_end *e, enum ibv_wr_opcode op, uint64_t loff, uint32_t len,
 		     uint64_t raddr, uint32_t rkey, uint32_t imm, uint64_t wr_id)
 {
@@ -312,16 +343,9 @@ static __attribute__((unused)) int post_send(struct t_end *e, enum ibv_wr_opcode
 			       .lkey = e->mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = len ? 1 : 0,
 				  .opcode = op, .send_flags = IBV_SEND_SIGNALED,
-				  .imm_data = htonl(imm) }, *bad;
+				  .imm_data = htonl(imm) };
 
-	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		wr.wr.atomic.remote_addr = raddr;
-		wr.wr.atomic.rkey = rkey;
-	} else {
-		wr.wr.rdma.remote_addr = raddr;
-		wr.wr.rdma.rkey = rkey;
-	}
-	return ibv_post_send(e->qp, &wr, &bad);
+	return t_post_remote(e->qp, &wr, raddr, rkey);
 }
 
 static __attribute__((unused)) int post_recv(struct t_end *e, uint64_t off, uint32_t len, uint64_t wr_id)

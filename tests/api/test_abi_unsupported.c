@@ -30,25 +30,21 @@ static void t_context_calls(struct ibv_context *ctx)
 {
 	struct ibv_xrcd_init_attr xrcd = { .comp_mask = IBV_XRCD_INIT_ATTR_OFLAGS,
 					   .fd = -1, .oflags = 0 };
-	struct ibv_alloc_dm_attr dm = { .length = 4096 };
 	struct ibv_td_init_attr td = { 0 };
 	struct ibv_counters_init_attr cnt = { 0 };
 	struct ibv_qp_open_attr open = { 0 };
 	struct ibv_flow_action_esp_attr esp;
 	struct ibv_rwq_ind_table_init_attr rwq = { 0 };
-	struct ibv_values_ex values = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
 
-	printf("context-level unsupported verbs: xrcd, dm, td, counters, open_qp, "
-	       "flow action, rwq table, rt values, import\n");
+	printf("context-level unsupported verbs: xrcd, td, counters, open_qp, "
+	       "flow action, rwq table, import\n");
 	T_NULL_EOPNOTSUPP(ibv_open_xrcd(ctx, &xrcd));
-	T_NULL_EOPNOTSUPP(ibv_alloc_dm(ctx, &dm));
 	T_NULL_EOPNOTSUPP(ibv_alloc_td(ctx, &td));
 	T_NULL_EOPNOTSUPP(ibv_create_counters(ctx, &cnt));
 	T_NULL_EOPNOTSUPP(ibv_open_qp(ctx, &open));
 	memset(&esp, 0, sizeof(esp));
 	T_NULL_EOPNOTSUPP(ibv_create_flow_action_esp(ctx, &esp));
 	T_NULL_EOPNOTSUPP(ibv_create_rwq_ind_table(ctx, &rwq));
-	T_EOPNOTSUPP(ibv_query_rt_values_ex(ctx, &values));
 	T_NULL_EOPNOTSUPP(ibv_import_pd(ctx, 1));
 	T_NULL_EOPNOTSUPP(ibv_import_dm(ctx, 1));
 	T_NULL_EOPNOTSUPP(ibv_import_device(-1));
@@ -56,16 +52,11 @@ static void t_context_calls(struct ibv_context *ctx)
 
 static void t_pd_calls(struct ibv_pd *pd)
 {
-	struct ibv_sge sge = { 0 };
-	char buf[64];
 
-	printf("PD-level unsupported verbs: memory windows, null MR, advise, dmabuf, import MR\n");
+	printf("PD-level unsupported verbs: memory windows, null MR, dmabuf, import MR\n");
 	T_NULL_EOPNOTSUPP(ibv_alloc_mw(pd, IBV_MW_TYPE_1));
 	T_NULL_EOPNOTSUPP(ibv_alloc_mw(pd, IBV_MW_TYPE_2));
 	T_NULL_EOPNOTSUPP(ibv_alloc_null_mr(pd));
-	sge.addr = (uintptr_t)buf;
-	sge.length = sizeof(buf);
-	T_EOPNOTSUPP(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1));
 	T_NULL_EOPNOTSUPP(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE));
 	T_NULL_EOPNOTSUPP(ibv_import_mr(pd, 1));
 }

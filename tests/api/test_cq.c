@@ -132,10 +132,10 @@ int main(void)
 	/* cq_ex */
 	memset(&cx, 0, sizeof(cx));
 	cx.cqe = 8;
-	cx.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	cx.wc_flags = IBV_WC_EX_WITH_CVLAN;
 	errno = 0;
 	cqx = ibv_create_cq_ex(ctx, &cx);
-	T_OK(!cqx && errno == EOPNOTSUPP, "create_cq_ex with a timestamp flag -> EOPNOTSUPP");
+	T_OK(!cqx && errno == EOPNOTSUPP, "create_cq_ex with a CVLAN flag -> EOPNOTSUPP");
 	cx.wc_flags = IBV_WC_STANDARD_FLAGS;
 	cqx = ibv_create_cq_ex(ctx, &cx);
 	T_OK(cqx != NULL, "create_cq_ex with the standard wc_flags");

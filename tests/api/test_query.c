@@ -49,9 +49,17 @@ static void t_device(struct ibv_context *ctx)
 	T_OK(ibv_query_device_ex(ctx, NULL, &ax) == 0, "ibv_query_device_ex succeeds");
 	T_OK(memcmp(&ax.orig_attr, &a, sizeof(a)) == 0,
 	     "query_device_ex orig_attr equals ibv_query_device");
-	T_OK(ax.completion_timestamp_mask == 0 && ax.hca_core_clock == 0 &&
-	     ax.odp_caps.general_caps == 0 && ax.max_dm_size == 0,
-	     "unsupported extended caps read as zero");
+	T_OK(ax.completion_timestamp_mask == UINT64_MAX && ax.hca_core_clock == 1000000,
+	     "completion timestamps: 64-bit mask, 1 GHz core clock (%llx, %llu kHz)",
+	     (unsigned long long)ax.completion_timestamp_mask,
+	     (unsigned long long)ax.hca_core_clock);
+	T_OK((ax.odp_caps.general_caps & (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT)) ==
+		     (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT) &&
+		     (ax.odp_caps.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_ATOMIC) &&
+		     (ax.odp_caps.per_transport_caps.ud_odp_caps & IBV_ODP_SUPPORT_SEND) &&
+		     !(ax.odp_caps.per_transport_caps.uc_odp_caps & IBV_ODP_SUPPORT_READ),
+	     "ODP caps: explicit and implicit; RC atomics, UD sends, no UC READ");
+	T_OK(ax.max_dm_size >= 4096, "max_dm_size %llu", (unsigned long long)ax.max_dm_size);
 	T_OK(ibv_query_device_ex(ctx, &in, &ax) == EINVAL,
 	     "query_device_ex with unknown input comp_mask -> EINVAL");
 

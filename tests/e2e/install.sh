@@ -27,6 +27,7 @@ case "$libdir" in
 *) t_fail "libraries in a private directory (found: ${libdir:-none})" ;;
 esac
 [ -f "$root/share/man/man1/softrnic.1" ] && t_pass "man page installed" || t_fail "man page installed"
+[ -f "$root/share/man/man7/softrnic.7" ] && t_pass "softrnic.7 installed" || t_fail "softrnic.7 installed"
 [ -f "$libdir/libsoftrnic_sysfs_map.so" ] && t_pass "the sysfs view's preload library installed beside them" ||
 	t_fail "the sysfs view's preload library installed beside them"
 preload=$(timeout 20 "$cli" run -- sh -c 'echo "$LD_PRELOAD"')

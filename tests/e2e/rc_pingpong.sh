@@ -31,17 +31,5 @@ run "-m 4096" -m 4096 -n 200
 run "-c" -c -n 200
 run "-N (new send API)" -N -n 200
 
-# GID 1 of srn_lo is ::1, of another family than the device's address:
-# refused at RTR (EINVAL) on both sides at once, not a silent hang.
-port=$(t_port)
-t0=$(date +%s%N)
-t_pair "g1" 20 "ibv_rc_pingpong -d srn_lo -g 1 -p $port" \
-	"ibv_rc_pingpong -d srn_lo -g 1 -p $port 127.0.0.1" >/dev/null
-ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-if [ "$T_PAIR_SRV" -ne 0 ] && [ "$T_PAIR_CLI" -ne 0 ] && [ "$T_PAIR_SRV" -ne 124 ] &&
-   [ "$T_PAIR_CLI" -ne 124 ] && grep -q "Failed to modify QP to RTR" "$T_TMP/g1.server" "$T_TMP/g1.client"; then
-	t_pass "ibv_rc_pingpong -g 1 (::1 on an IPv4 device): refused at RTR, both exit in $ms ms"
-else
-	t_fail "ibv_rc_pingpong -g 1: refused at RTR (server exit $T_PAIR_SRV, client exit $T_PAIR_CLI)"
-fi
+# GID 1 (::1, IPv6) and families mixed: e2e/ipv6.sh.
 t_done

@@ -32,6 +32,11 @@ check(read(port + 'gids/0') == '0000:0000:0000:0000:0000:ffff:7f00:0001',
       'gids/0 is ::ffff:127.0.0.1: ' + read(port + 'gids/0'))
 check(read(port + 'gid_attrs/types/0') == 'RoCE v2', 'gid_attrs/types/0 RoCE v2')
 check(read(port + 'gid_attrs/ndevs/0') == 'lo', 'gid_attrs/ndevs/0 lo')
+# the IPv6 entry after it (docs/ipv6.md)
+check(read(port + 'gids/1') == '0000:0000:0000:0000:0000:0000:0000:0001',
+      'gids/1 is ::1: ' + read(port + 'gids/1'))
+check(read(port + 'gid_attrs/types/1') == 'RoCE v2', 'gid_attrs/types/1 RoCE v2')
+check(read(port + 'gid_attrs/ndevs/1') == 'lo', 'gid_attrs/ndevs/1 lo')
 check(' Gb/sec (' in read(port + 'rate'), 'rate: ' + read(port + 'rate'))
 check(read(ib + '/srn_lo/node_type') == '1: CA', 'node_type 1: CA')
 check(read(ib + '/srn_lo/node_guid') == sys.argv[1],

@@ -31,7 +31,8 @@ cli=$(port_events client | tr '\n' ';')
 echo "  port events: server: $srv client: $cli"
 expect="port error down 3;port active active 5;"
 [ "$srv" = "$expect" ] && t_pass "server: PORT_ERR (DOWN, Disabled) then PORT_ACTIVE (ACTIVE, LinkUp)" ||
-	t_fail "server port events '$srv', expected '$expect'"
+	{ t_fail "server port events '$srv', expected '$expect'"
+	  grep -E 'link|async event|close' "$T_TMP/flap.server.log" | sed 's/^/    server | /' | tail -20; }
 # The kernel may hold a carrier-on notice up to 1 s (linkwatch): the
 # client's PORT_ACTIVE may come after its stream ended.
 case "$cli" in

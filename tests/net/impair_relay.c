@@ -7,7 +7,8 @@
  * netem would add are added here, in a namespace between the two
  * "hosts".  Every frame read from one interface (an AF_PACKET socket on
  * each) is sent out of the other, after:
- *   loss       dropped with probability LOSS_PERMILLE / 1000
+ *   loss       dropped with probability LOSS_PERMILLE / 1000 (the RoCE
+ *              payload bytes lost are counted, for resent-vs-lost)
  *   delay      held DELAY_MS plus a uniform jitter of +-JITTER_MS (frames
  *              leave in order of their release time, so jitter reorders,
  *              as netem's does; -O keeps each direction in order, as
@@ -39,7 +40,7 @@
 #include "tests/lib/t_util.h"
 
 #define POOL 8192      /* frames held at once */
-#define FRAME_MAX 2048
+#define FRAME_MAX 9216 /* a jumbo frame (bench/delay.sh -M) */
 #define BATCH 64
 
 struct held {
@@ -58,6 +59,7 @@ static struct {
 
 struct dir_stats {
 	unsigned long in, out, lost, duplicated, reordered, overflow, too_big, send_err;
+	unsigned long long lost_roce_bytes; /* RoCE payload of the frames lost */
 };
 
 static struct dir_stats st[2];
@@ -137,6 +139,20 @@ static struct {
 
 static uint64_t last_at[2]; /* per output port, for -O */
 
+/* Ethernet + IPv4 (no options) + UDP + BTH + ICRC: what a RoCEv2 frame
+ * carries beside its payload (a RETH on a first packet aside). */
+enum { ROCE_OVERHEAD = 14 + 20 + 8 + 12 + 4, ROCE_PORT = 4791 };
+
+/* The payload bytes of a RoCEv2 frame over IPv4 (0 for anything else),
+ * so that a sender's resent bytes compare with what this relay lost. */
+static unsigned int roce_payload(const uint8_t *f, unsigned int len)
+{
+	if (len < ROCE_OVERHEAD || f[12] != 0x08 || f[13] != 0x00 || (f[14] & 0x0f) != 5 ||
+	    f[23] != 17 || (f[36] << 8 | f[37]) != ROCE_PORT)
+		return 0;
+	return len - ROCE_OVERHEAD;
+}
+
 static int fds[2];
 
 /* One frame in the pool, held until at_ns, to leave by port out. */
@@ -166,6 +182,7 @@ static void admit(int slot, int in, uint64_t now)
 	}
 	if (per_mille(imp.loss)) {
 		s->lost++;
+		s->lost_roce_bytes += roce_payload(q.frame[slot], q.len[slot]);
 		q.free_slots[q.nfree++] = slot;
 		return;
 	}
@@ -304,10 +321,10 @@ usage:
 	}
 	for (int i = 0; i < 2; i++)
 		printf("impair_relay: %s -> %s: in %lu out %lu lost %lu duplicated %lu "
-		       "reordered %lu overflow %lu too_big %lu send_err %lu\n",
+		       "reordered %lu overflow %lu too_big %lu send_err %lu lost_roce_bytes %llu\n",
 		       argv[optind + i], argv[optind + !i], st[i].in, st[i].out, st[i].lost,
 		       st[i].duplicated, st[i].reordered, st[i].overflow, st[i].too_big,
-		       st[i].send_err);
+		       st[i].send_err, st[i].lost_roce_bytes);
 	close(fds[0]);
 	close(fds[1]);
 	return 0;

@@ -4,7 +4,8 @@
 # them), nftables in NA dropping 1% of the UDP datagrams to port 4791 at
 # random.  Each case must complete; for the stream, what the client
 # resent (req_retx_bytes) must stay within 3x what nftables dropped:
-#  - ibv_rc_pingpong -c, 64 KiB x 300 (every byte checked), selective
+#  - ibv_rc_pingpong -c, 64 KiB x 300 (every byte checked; server in NB,
+#    see run), selective
 #    retransmission (SOFTRNIC_SELECTIVE_RETX=1 on both sides; no ratio
 #    asserted: a lost message tail costs a timeout's resend of the window);
 #  - the same with plain go-back-N (the congestion window bounds what a
@@ -33,25 +34,36 @@ dropped() {
 }
 nft_reset() { ip netns exec "$NA" nft reset counters table inet srnloss >/dev/null; }
 
-# run NAME SR "ARGS": server in NA, client in NB (debug log: its
-# counters), bounded; 0 when both exit 0.
+# run NAME SR "ARGS" [swap]: server in NA, client in NB, bounded; 0 when
+# both exit 0.  NB's process logs at debug (NAME.log: its counters; it is
+# the one whose packets nftables drops); NAME.s / NAME.c hold stdout.
+# swap: the server in NB, the client in NA.  ibv_rc_pingpong's client
+# exits once it has the server's last message: the ACK for that message
+# must not be the one dropped (its resend would find the QP gone, on any
+# RC device), so the pingpong runs swapped, with that ACK going out of NA.
 run() {
-	local name=$1 sr=$2 args=$3 port spid srv cli
+	local name=$1 sr=$2 args=$3 swap=${4:-} port spid srv cli
+	local sns=$NA sdev=$DA sif=vA slog=$T_TMP/$name.slog cns=$NB cdev=$DB cif=vB clog=$T_TMP/$name.log to=192.168.88.1
+	[ -n "$swap" ] && { sns=$NB sdev=$DB sif=vB slog=$T_TMP/$name.log cns=$NA cdev=$DA cif=vA clog=$T_TMP/$name.slog to=192.168.88.2; }
 	port=$(t_port)
-	SOFTRNIC_SELECTIVE_RETX=$sr SOFTRNIC_DEVICES=vA=$DA timeout -k 2 50 \
-		ip netns exec "$NA" "$SOFTRNIC" run -- $args -d "$DA" -p "$port" \
-		>"$T_TMP/$name.s" 2>&1 &
+	SOFTRNIC_SELECTIVE_RETX=$sr SOFTRNIC_LOG=debug SOFTRNIC_DEVICES=$sif=$sdev timeout -k 2 50 \
+		ip netns exec "$sns" "$SOFTRNIC" run -- $args -d "$sdev" -p "$port" \
+		>"$T_TMP/$name.s" 2>"$slog" &
 	spid=$!
 	sleep 0.5
-	SOFTRNIC_SELECTIVE_RETX=$sr SOFTRNIC_LOG=debug SOFTRNIC_DEVICES=vB=$DB timeout -k 2 50 \
-		ip netns exec "$NB" "$SOFTRNIC" run -- $args -d "$DB" -p "$port" 192.168.88.1 \
-		>"$T_TMP/$name.c" 2>"$T_TMP/$name.log"
+	SOFTRNIC_SELECTIVE_RETX=$sr SOFTRNIC_LOG=debug SOFTRNIC_DEVICES=$cif=$cdev timeout -k 2 50 \
+		ip netns exec "$cns" "$SOFTRNIC" run -- $args -d "$cdev" -p "$port" $to \
+		>"$T_TMP/$name.c" 2>"$clog"
 	cli=$?
 	wait $spid
 	srv=$?
 	[ $srv -eq 0 ] && [ $cli -eq 0 ] && return 0
 	echo "  server exit $srv, client exit $cli:"
-	tail -5 "$T_TMP/$name.s" "$T_TMP/$name.c" | sed 's/^/    | /'
+	tail -n 8 "$T_TMP/$name.s" "$T_TMP/$name.c" | sed 's/^/    | /'
+	# each side's own lines and its engine's last words
+	for f in "$T_TMP/$name.slog" "$T_TMP/$name.log"; do
+		grep -v '^softrnic\[[0-9]*\]: [a-z_]* [0-9]*$' "$f" | tail -n 8 | sed "s|^|    ${f##*/} \| |"
+	done
 	return 1
 }
 
@@ -70,7 +82,7 @@ check() {
 }
 
 nft_reset
-if run pp_sr 1 "ibv_rc_pingpong -g 0 -c -s 65536 -n 300"; then
+if run pp_sr 1 "ibv_rc_pingpong -g 0 -c -s 65536 -n 300" swap; then
 	# (ratio printed only: a ping-pong's lost tail is found by the ACK
 	# timeout, which resends the window whatever little was lost)
 	check pp_sr "SR ibv_rc_pingpong -c, data checked" ""
@@ -79,7 +91,7 @@ else
 fi
 
 nft_reset
-if run pp_gbn 0 "ibv_rc_pingpong -g 0 -c -s 65536 -n 300"; then
+if run pp_gbn 0 "ibv_rc_pingpong -g 0 -c -s 65536 -n 300" swap; then
 	check pp_gbn "go-back-N ibv_rc_pingpong -c, data checked" ""
 else
 	t_fail "go-back-N ibv_rc_pingpong -c at 1% loss"

@@ -215,6 +215,38 @@ int main(void)
 		T_CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_INIT, &a, IBV_QP_STATE | req, &e4) ==
 			EINVAL, "destination GID ::1 from an IPv4 device");
 	}
+	{
+		/* the same device with an IPv6 source address (env.ipv6):
+		 * IPv6 to IPv6 is a path, mixed families and a link-local
+		 * destination are not */
+		static const int fam[3] = { AF_INET, AF_INET6, AF_INET6 };
+		const struct srn_qp_check_env e6 = { .num_gids = 3, .gid_family = fam, .ipv6 = true };
+		const int st = IBV_QP_STATE;
+		struct ibv_qp_attr a;
+		int req = 0, opt = 0;
+
+		srn_qp_transition(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, &req, &opt);
+		good_attr(&a, IBV_QPS_INIT, IBV_QPS_RTR);
+		memset(a.ah_attr.grh.dgid.raw, 0, 16);
+		a.ah_attr.grh.dgid.raw[15] = 1;
+		for (int sg = 1; sg <= 2; sg++) {
+			a.ah_attr.grh.sgid_index = (uint8_t)sg;
+			T_CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_INIT, &a, st | req, &e6) == 0,
+				"IPv6 GID %d to ::1", sg);
+		}
+		a.ah_attr.grh.sgid_index = 0;
+		T_CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_INIT, &a, st | req, &e6) == EINVAL,
+			"IPv4 source GID to ::1");
+		a.ah_attr.grh.sgid_index = 1;
+		a.ah_attr.grh.dgid.raw[0] = 0xfe, a.ah_attr.grh.dgid.raw[1] = 0x80;
+		T_CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_INIT, &a, st | req, &e6) == EINVAL,
+			"link-local destination fe80::1");
+		memset(a.ah_attr.grh.dgid.raw, 0, 16);
+		a.ah_attr.grh.dgid.raw[10] = a.ah_attr.grh.dgid.raw[11] = 0xff;
+		a.ah_attr.grh.dgid.raw[12] = 127, a.ah_attr.grh.dgid.raw[15] = 1;
+		T_CHECK(srn_qp_modify_check(IBV_QPT_RC, IBV_QPS_INIT, &a, st | req, &e6) == EINVAL,
+			"IPv6 source GID to an IPv4-mapped GID");
+	}
 	check_value(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, 0, s_noglobal, "RoCE AV without GRH");
 	check_value(IBV_QPT_UC, IBV_QPS_INIT, IBV_QPS_RTR, 0, s_noglobal, "UC AV without GRH");
 	check_value(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, 0, s_sgid, "sgid_index >= num_gids");
