@@ -17,8 +17,10 @@ static const char *const transport_words[] = { "auto", "udp", NULL };
 
 const struct srn_setting srn_settings[SRN_SET_COUNT] = {
 	[SRN_SET_LOG] = { "SOFTRNIC_LOG", SRN_KIND_WORD, 0, 0, log_words, SRN_LOG_WARN, true,
-		"warn", "how much softrnic says on stderr; debug adds engine state changes, drops, "
-		"CM MADs and every counter when a device closes" },
+		"warn", "how much softrnic says on stderr, one line per event (device, QP, state, "
+		"PSN); info adds QP state changes and error completions, debug drops, resends, "
+		"CM MADs and every counter when a device closes, trace every packet received; "
+		"receive-path lines at most 10 a second per reason" },
 	[SRN_SET_DEVICES] = { "SOFTRNIC_DEVICES", SRN_KIND_STRING, 0, 0, NULL, 0, false,
 		"every interface that is up with an address",
 		"comma-separated IFNAME or IFNAME=DEVNAME: which interfaces become devices, "

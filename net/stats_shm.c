@@ -110,6 +110,13 @@ void net_stats_set_port(struct net_stats *s, uint16_t port)
 	atomic_store_explicit(&s->h->port, port, memory_order_relaxed);
 }
 
+_Atomic uint32_t *net_stats_capture_word(const struct net_stats *s)
+{
+	static _Atomic uint32_t none;
+
+	return s ? &s->h->capture : &none;
+}
+
 void net_stats_destroy(struct net_stats *s)
 {
 	if (!s)
@@ -168,4 +175,32 @@ void net_stats_view_close(struct net_stats_view *v)
 	if (v->h)
 		munmap((void *)v->h, v->len);
 	memset(v, 0, sizeof(*v));
+}
+
+int net_stats_mark_capture(const char *path, uint32_t from, uint32_t to)
+{
+	struct net_stats_head *h;
+	struct stat st;
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	int e, ret;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(*h)) {
+		close(fd);
+		return -EPROTO;
+	}
+	h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	e = errno;
+	close(fd);
+	if (h == MAP_FAILED)
+		return -e;
+	if (atomic_load(&h->magic) != NET_STATS_MAGIC || h->version != NET_STATS_VERSION)
+		ret = -EPROTO;
+	else if (from == NET_STATS_CAPTURE_ANY)
+		ret = atomic_exchange(&h->capture, to) != to;
+	else
+		ret = atomic_compare_exchange_strong(&h->capture, &from, to);
+	munmap(h, sizeof(*h));
+	return ret;
 }

@@ -30,6 +30,9 @@ struct net_stats_head {
 	_Atomic uint32_t port;          /* the engine's UDP port (0: not yet) */
 	uint64_t owner;                 /* net_proc_word of the creator */
 	char dev[64];                   /* device name */
+	/* set by `softrnic capture` (net/capture_ring.h): the running
+	 * capture's gen, 0 when none */
+	_Atomic uint32_t capture;
 };
 
 struct net_stats;                       /* the engine's (writer's) handle */
@@ -41,6 +44,9 @@ struct net_stats *net_stats_create(const char *dev, const char *const *names,
 /* The counters (count words, shared). */
 _Atomic uint64_t *net_stats_values(struct net_stats *s);
 void net_stats_set_port(struct net_stats *s, uint16_t port);
+/* The word `softrnic capture` sets (never NULL: a shared dummy when s
+ * is). */
+_Atomic uint32_t *net_stats_capture_word(const struct net_stats *s);
 /* Unlink and unmap.  NULL is fine. */
 void net_stats_destroy(struct net_stats *s);
 
@@ -62,5 +68,12 @@ int net_stats_is_file(const char *name);
  * NET_STATS_NAME_LEN bytes, not necessarily NUL-terminated. */
 int net_stats_view_open(const char *path, struct net_stats_view *v);
 void net_stats_view_close(struct net_stats_view *v);
+
+/* softrnic capture: in the stats file at path, swap the capture word
+ * from `from` (NET_STATS_CAPTURE_ANY: whatever it holds but `to`) to
+ * `to`.  1 if swapped, 0 if it held something else (or `to` already),
+ * -errno if the file is not a stats file it may write. */
+#define NET_STATS_CAPTURE_ANY UINT32_MAX
+int net_stats_mark_capture(const char *path, uint32_t from, uint32_t to);
 
 #endif

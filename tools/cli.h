@@ -12,7 +12,7 @@ struct cli_cmd {
 	void (*usage)(FILE *out);            /* full help of the subcommand */
 };
 
-extern const struct cli_cmd cli_devices, cli_info, cli_qps, cli_stats, cli_run, cli_clean, cli_settings,
+extern const struct cli_cmd cli_devices, cli_info, cli_qps, cli_stats, cli_capture, cli_run, cli_clean, cli_settings,
 	cli_version,
 	cli_help;
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 const struct cli_cmd *const cli_cmds[] = {
-	&cli_devices, &cli_info, &cli_qps, &cli_stats, &cli_run, &cli_clean, &cli_settings,
+	&cli_devices, &cli_info, &cli_qps, &cli_stats, &cli_capture, &cli_run, &cli_clean, &cli_settings,
 	&cli_version, &cli_help, NULL,
 };
 

@@ -258,7 +258,10 @@ void cc_probe_arm(struct srn_rc_state *rc, uint64_t now)
 
 	cc->probe_at = 0;
 	cc->probe_n = 0;
-	if (!rc->sr || !cc_active(rc) || !cc->srtt_ns)
+	/* (not to a peer on this host: nothing is lost on the way there,
+	 * and an ACK late by a scheduling delay would be answered by a
+	 * useless resend) */
+	if (!rc->sr || !cc_active(rc) || !cc->srtt_ns || rc->peer_softrnic)
 		return;
 	cc->probe_una = rc->una_psn;
 	cc->probe_at = now + 2 * cc->srtt_ns + CC_PROBE_SLACK_NS;

@@ -48,7 +48,8 @@ void completer_fail(struct srn_rc_state *rc, enum ibv_wc_status st)
 		if ((int32_t)(qp->sq.next - qp->sq.head) < 0)
 			qp->sq.next = qp->sq.head;
 	}
-	srn_dbg(rc->eng, "qp %u: error completion %s", rc->qpn, ibv_wc_status_str(st));
+	srn_log_qp(rc, SRN_LOG_INFO, NULL, rc->una_psn, "error completion %s",
+		   ibv_wc_status_str(st));
 	rc_qp_error(rc, IBV_EVENT_QP_FATAL);
 }
 
@@ -551,8 +552,9 @@ static uint64_t requester_timers(struct srn_rc_state *rc, uint64_t now)
 		rc->retry_at = 0;
 		if (rc->una_psn != rc->req_psn) {
 			rc_count(rc, SRN_CNT_req_timeouts);
-			srn_dbg(rc->eng, "qp %u: ACK timeout, resending from psn %u (next new %u, "
-				"window %u)", rc->qpn, rc->una_psn, rc->req_psn, rc->cc.cwnd);
+			srn_log_qp(rc, SRN_LOG_DEBUG, NULL, rc->una_psn,
+				   "ACK timeout, resending (next new psn %u, window %u)",
+				   rc->req_psn, rc->cc.cwnd);
 			if (rc->retry_left == 0) {
 				completer_fail(rc, IBV_WC_RETRY_EXC_ERR);
 				return 0;

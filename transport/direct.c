@@ -460,6 +460,27 @@ int direct_gather(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_
 	return rc_sge_map(rc, rc->qp->pd, w->sge, w->num_sge, 0, w->length, 0, iov, SRN_MAX_SGE);
 }
 
+/* A capture runs: the packets w stands for (transport/capture.h). */
+static void cap_rdma(struct srn_rc_state *rc, const struct direct_qp *d,
+		     const struct srn_send_wqe *w, const struct iovec *pay, int npay, uint64_t orig)
+{
+	struct srn_cap_op op = {
+		.opcode = w->opcode,
+		.dqpn = rc->dqpn,
+		.peer_pid = (uint32_t)d->peer_pid,
+		.len = w->length,
+		.pay = pay,
+		.npay = npay,
+		.va = w->remote_addr,
+		.rkey = w->rkey,
+		.swap_add = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w->swap : w->compare_add,
+		.compare = w->compare_add,
+		.orig = orig,
+	};
+
+	srn_cap_direct(rc, &op);
+}
+
 static bool do_write(struct srn_rc_state *rc, struct direct_qp *d, struct srn_send_wqe *w)
 {
 	struct iovec iov[SRN_MAX_SGE];
@@ -485,6 +506,8 @@ static bool do_write(struct srn_rc_state *rc, struct direct_qp *d, struct srn_se
 			rc_count(rc, SRN_CNT_direct_vm);
 		}
 	}
+	if (srn_cap_active(&rc->eng->cap))
+		cap_rdma(rc, d, w, iov, n, 0);
 	direct_complete(rc, w, SRN_CNT_direct_write);
 	return true;
 }
@@ -515,6 +538,8 @@ static bool do_read(struct srn_rc_state *rc, struct direct_qp *d, struct srn_sen
 			rc_count(rc, SRN_CNT_direct_vm);
 		}
 	}
+	if (srn_cap_active(&rc->eng->cap))
+		cap_rdma(rc, d, w, iov, len ? n : 0, 0);
 	direct_complete(rc, w, SRN_CNT_direct_read);
 	return true;
 }
@@ -549,6 +574,8 @@ static bool do_atomic(struct srn_rc_state *rc, struct direct_qp *d, struct srn_s
 	}
 	if (want_res)
 		memcpy(res[0].iov_base, &orig, 8); /* host order, as the completer */
+	if (srn_cap_active(&rc->eng->cap))
+		cap_rdma(rc, d, w, NULL, 0, orig);
 	direct_complete(rc, w, SRN_CNT_direct_atomic);
 	return true;
 }
@@ -678,6 +705,16 @@ int srn_transport_post_now(struct srn_qp *qp, const struct ibv_send_wr *wr, uint
 	if (write) {
 		if (len)
 			copy_out(dst, src, 1, peer_is_self(d->peer));
+		if (srn_cap_active(&rc->eng->cap)) {
+			struct srn_cap_op op = {
+				.opcode = IBV_WR_RDMA_WRITE, .dqpn = rc->dqpn,
+				.peer_pid = (uint32_t)d->peer_pid, .len = len, .pay = src,
+				.npay = len ? 1 : 0, .va = wr->wr.rdma.remote_addr,
+				.rkey = wr->wr.rdma.rkey,
+			};
+
+			srn_cap_direct(rc, &op);
+		}
 	} else if (!direct_send_wr(rc, d, wr, len, src)) {
 		return 0;
 	}

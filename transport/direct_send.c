@@ -417,6 +417,28 @@ static void cqe_prefetch(const struct direct_qp *d)
  * -ENOENT (UC) no receive WQE: the message is dropped, -EIO the receive
  * buffers could not be written after the WQE was taken (its completion
  * says IBV_WC_LOC_PROT_ERR). */
+/* A capture runs: the packets m stands for (transport/capture.h). */
+static void cap_msg(struct srn_rc_state *rc, const struct direct_qp *d,
+		    const struct direct_msg *m)
+{
+	int skip = m->grh ? 1 : 0; /* UD: not the GRH slot */
+	struct srn_cap_op op = {
+		.opcode = m->write ? IBV_WR_RDMA_WRITE_WITH_IMM
+			  : m->imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+		.dqpn = rc->type == IBV_QPT_UD ? d->dqpn : rc->dqpn,
+		.peer_pid = (uint32_t)d->peer_pid,
+		.len = m->len - (m->grh ? WIRE_GRH_LEN : 0),
+		.pay = m->src + skip,
+		.npay = m->ns - skip,
+		.va = m->remote_addr,
+		.rkey = m->rkey,
+		.imm_be = m->imm_data,
+		.qkey = d->qkey,
+	};
+
+	srn_cap_direct(rc, &op);
+}
+
 static int deliver(struct srn_rc_state *rc, struct direct_qp *d, const struct direct_msg *m)
 {
 	struct iovec dst[SRN_MAX_SGE];
@@ -532,6 +554,8 @@ take:
 	 * and disconnects must not find us with the send still pending
 	 * (libfabric's RxM then closes the connection, and the destroyed
 	 * QP's completion is gone). */
+	if (!failed && srn_cap_active(&rc->eng->cap))
+		cap_msg(rc, d, m);
 	if (m->wqe && !failed)
 		direct_complete(rc, m->wqe, m->wqe_cnt);
 	srn_cq_ring_stamp(d->cq, d->cq_size, idx);

@@ -18,6 +18,9 @@
 #include "net/stats_shm.h"
 #include "net/steer.h"
 #include "net/udp.h"
+#include "net/settings.h"
+#include "transport/capture.h"
+#include "transport/log.h"
 #include "verbs/srn.h"
 
 /* Every drop, NAK and retry has a named counter (per engine and per QP). */
@@ -142,7 +145,8 @@ struct srn_engine {
 	uint64_t shm_sock_gap;       /* and the wait before the next one */
 	atomic_bool shm_asleep;
 
-	bool debug;                  /* SOFTRNIC_LOG=debug */
+	bool debug;                  /* SOFTRNIC_LOG=debug or trace */
+	enum srn_log_level log_level; /* SOFTRNIC_LOG (transport/log.h) */
 	/* Unacknowledged packets in flight from all this engine's RC QPs,
 	 * to peers on this host [0] and elsewhere [1]: the requesters'
 	 * shared window (requester.c, "Shared window"). */
@@ -152,6 +156,7 @@ struct srn_engine {
 	 * for `softrnic stats`, or private memory if it could not be made. */
 	_Atomic uint64_t *cnt;
 	struct net_stats *stats;
+	struct srn_capture cap;      /* packet captures (transport/capture.h) */
 };
 
 uint64_t srn_now_ns(void);
@@ -240,7 +245,8 @@ bool srn_engine_on_thread(const struct srn_engine *eng);
 int srn_engine_add_qp(struct srn_engine *eng, struct srn_rc_state *rc);
 void srn_engine_del_qp(struct srn_engine *eng, struct srn_rc_state *rc);
 
-/* Rate-limited debug line (SOFTRNIC_LOG=debug). */
+/* A debug line about the engine (SOFTRNIC_LOG=debug), at most 200 a
+ * second for all reasons together (transport/log.h for the rest). */
 void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -92,8 +92,17 @@ static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold
 	}
 	if (wire_decode(m->buf, m->len, &pkt) < 0) {
 		eng->cnt[SRN_CNT_rx_drop_decode]++;
-		srn_dbg(eng, "drop: undecodable packet of %u bytes", m->len);
+		static struct srn_ratelimit rl = { .reason = "drop: undecodable" };
+
+		srn_log(eng, SRN_LOG_DEBUG, &rl, "drop: undecodable packet of %u bytes from port %u",
+			m->len, m->from.port);
 		return;
+	}
+	if (eng->log_level >= SRN_LOG_TRACE) {
+		static struct srn_ratelimit rl = { .reason = "rx" };
+
+		srn_log(eng, SRN_LOG_TRACE, &rl, "qp %u psn %u: rx %s, %u bytes from port %u",
+			pkt.dqpn, pkt.psn, wire_opcodes[pkt.opcode].name, m->len, m->from.port);
 	}
 	memset(&l3, 0, sizeof(l3));
 	l3.family = m->from.family;
@@ -104,21 +113,17 @@ static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold
 	l3.dport = m->to.port ? m->to.port : eng->udp.local.port;
 	l3.ttl_hop = 64;
 	l3.ip_id = m->id_hint;
-	if (net_pcap_enabled()) {
-		/* Several processes share one IP, so engines listen on their
-		 * own ports; a capture shows each as a RoCE NIC at 4791 so
-		 * that `-d udp.port==4791,infiniband` decodes every packet.
-		 * (The ICRC in the file was computed over the real ports.) */
+	if (srn_cap_active(&eng->cap)) {
 		struct iovec iov = { m->buf, m->len };
-		struct wire_l3 shown = l3;
 
-		shown.dport = SRN_ROCE_UDP_PORT;
-		net_pcap_write(&shown, &iov, 1);
+		srn_cap_packet(eng, NET_CAP_RX, pkt.dqpn, &l3, &iov, 1);
 	}
 	if (wire_icrc_verify(&l3, m->buf, m->len, &id) < 0) {
 		eng->cnt[SRN_CNT_rx_drop_icrc]++;
-		srn_dbg(eng, "drop: bad ICRC (%s psn %u)", wire_opcodes[pkt.opcode].name,
-			pkt.psn);
+		static struct srn_ratelimit rl = { .reason = "drop: bad ICRC" };
+
+		srn_log(eng, SRN_LOG_DEBUG, &rl, "qp %u psn %u: drop: bad ICRC (%s)", pkt.dqpn,
+			pkt.psn, wire_opcodes[pkt.opcode].name);
 		return;
 	}
 	svc = pkt.opcode & 0xe0;
@@ -150,7 +155,10 @@ static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold
 		return; /* another engine of this host owns the QP */
 	if (!rc) {
 		eng->cnt[SRN_CNT_rx_drop_no_qp]++;
-		srn_dbg(eng, "drop: no QP %u", pkt.dqpn);
+		static struct srn_ratelimit rl = { .reason = "drop: no such QP" };
+
+		srn_log(eng, SRN_LOG_DEBUG, &rl, "qp %u psn %u: drop: no such QP (%s)", pkt.dqpn,
+			pkt.psn, wire_opcodes[pkt.opcode].name);
 		return;
 	}
 	switch (rx_lock_qp(rc, &pkt)) {

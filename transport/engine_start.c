@@ -39,28 +39,16 @@ uint64_t srn_now_ns(void)
 
 void srn_dbg(struct srn_engine *eng, const char *fmt, ...)
 {
-	static _Atomic uint64_t window_start, lines;
-	uint64_t now;
+	static struct srn_ratelimit rl = { .reason = "debug", .per_sec = 200 };
+	char msg[512];
 	va_list ap;
 
-	if (!eng || !eng->debug)
+	if (!srn_log_on(eng, SRN_LOG_DEBUG))
 		return;
-	/* at most 200 lines per second */
-	now = srn_now_ns();
-	if (now - atomic_load(&window_start) > 1000000000ull) {
-		atomic_store(&window_start, now);
-		atomic_store(&lines, 0);
-	}
-	if (atomic_fetch_add(&lines, 1) >= 200)
-		return;
-	/* one write per line: the application may print to stderr too */
-	char line[512];
-	int n = snprintf(line, sizeof(line), "softrnic[%d]: ", (int)getpid());
-
 	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "%s\n", line);
+	srn_log(eng, SRN_LOG_DEBUG, &rl, "%s", msg); /* (one write per line) */
 }
 
 /* After work the engine keeps polling the socket (yielding its CPU
@@ -133,6 +121,7 @@ void eng_thread_setup(struct srn_engine *eng)
 }
 static void engine_free(struct srn_engine *eng)
 {
+	srn_cap_fini(eng);
 	if (eng->epfd >= 0)
 		close(eng->epfd);
 	if (eng->tfd >= 0)
@@ -207,6 +196,7 @@ int srn_engine_start(struct srn_context *ctx)
 	if (!eng)
 		return ENOMEM;
 	eng->ctx = ctx;
+	eng->cap.word = &eng->cap.own_word; /* (until srn_cap_init) */
 	eng->epfd = eng->tfd = eng->efd = eng->kfd = eng->link_fd = -1;
 	eng->udp.fd = -1;
 	eng->udp6.fd = -1;
@@ -214,7 +204,8 @@ int srn_engine_start(struct srn_context *ctx)
 	eng->roce.fd = -1;
 	eng->steer.fd = -1;
 	eng->roce_port.fd = -1;
-	eng->debug = srn_log_debug();
+	eng->log_level = srn_log_level();
+	eng->debug = eng->log_level >= SRN_LOG_DEBUG;
 	pthread_mutex_init(&eng->rx_lock, NULL);
 	pthread_mutex_init(&eng->qps_lock, NULL);
 	pthread_mutex_init(&eng->timer_lock, NULL);
@@ -277,6 +268,7 @@ int srn_engine_start(struct srn_context *ctx)
 	open_udp6(eng, dev);
 	if (eng->stats)
 		net_stats_set_port(eng->stats, eng->udp.local.port);
+	srn_cap_init(eng);
 	/* Same-host peers send through our inbox (net/shm_ring.h); without
 	 * one they use the socket. */
 	if (net_shm_allowed()) {

@@ -307,10 +307,12 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 					(now == IBV_QPS_RTR && old == IBV_QPS_INIT)))
 		rc_resolve_path(rc);
 	rc->sr = sr_decide(rc);
-	srn_dbg(rc->eng, "qp %u: %d -> %d, sr %d, dqpn %u port %u pmtu %u sq_psn %u rq_psn %u "
-		"max_rd %u replay %u timeout %llu ns retry %d rnr %d", rc->qpn, old, now,
-		rc->sr, rc->dqpn, rc->peer.port, rc->pmtu, rc->req_psn, rc->epsn, rc->max_rd,
-		rc->replay_n, (unsigned long long)rc->timeout_ns, rc->retry_cnt, rc->rnr_retry);
+	srn_log_qp(rc, SRN_LOG_INFO, NULL, rc->req_psn,
+		   "%s -> %s, sr %d, dqpn %u port %u pmtu %u sq_psn %u rq_psn %u max_rd %u "
+		   "replay %u timeout %llu ns retry %d rnr %d", srn_qp_state_name(old),
+		   srn_qp_state_name(now), rc->sr, rc->dqpn, rc->peer.port, rc->pmtu, rc->req_psn,
+		   rc->epsn, rc->max_rd, rc->replay_n, (unsigned long long)rc->timeout_ns,
+		   rc->retry_cnt, rc->rnr_retry);
 	/* what same-host peers check before executing on this QP, and
 	 * our own view of the target, both from the new attributes */
 	direct_qp_forget(rc);

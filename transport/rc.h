@@ -122,6 +122,8 @@ struct srn_rc_state {
 
 	/* requester (RTS) */
 	uint32_t req_psn;            /* PSN of the next new packet */
+	uint32_t cap_psn;            /* captures: next PSN shown for a direct */
+	bool cap_psn_set;            /* operation (transport/capture.c) */
 	uint32_t una_psn;            /* oldest PSN not yet acknowledged */
 	uint32_t rd_out;             /* reads/atomics started, not complete */
 	uint32_t max_rd;             /* max_rd_atomic (>= 1) */

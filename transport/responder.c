@@ -781,10 +781,12 @@ static void resp_run(struct srn_rc_state *rc, const struct wire_pkt *pkt)
 	while (s != RS_DONE) {
 		enum resp_state n = resp_step(rc, &p, s);
 
-		if (rc->eng->debug && n != RS_DONE && n > RS_ACK)
-			srn_dbg(rc->eng, "qp %u resp psn %u %s: %s -> %s", rc->qpn,
-				pkt->psn, wire_opcodes[pkt->opcode].name, rs_names[s],
-				rs_names[n]);
+		if (n != RS_DONE && n > RS_ACK && srn_log_on(rc->eng, SRN_LOG_DEBUG)) {
+			static struct srn_ratelimit rl = { .reason = "responder" };
+
+			srn_log_qp(rc, SRN_LOG_DEBUG, &rl, pkt->psn, "responder %s: %s -> %s",
+				   wire_opcodes[pkt->opcode].name, rs_names[s], rs_names[n]);
+		}
 		s = n;
 	}
 }

@@ -279,10 +279,9 @@ static int txb_add(struct srn_rc_state *rc, const struct iovec *iov, int n,
 	g->nseg++;
 	g->niov = b->niov - g->iov0;
 	b->grp_bytes += len;
-	if (net_pcap_enabled()) {
-		l3.dport = SRN_ROCE_UDP_PORT;
-		net_pcap_write(&l3, &b->iov[b->seg_iov[k]], b->niov - b->seg_iov[k]);
-	}
+	if (srn_cap_active(&b->eng->cap))
+		srn_cap_packet(b->eng, NET_CAP_TX, rc->qpn, &l3, &b->iov[b->seg_iov[k]],
+			       b->niov - b->seg_iov[k]);
 	if (len < g->seg)
 		b->grp_closed = true; /* a shorter packet can only be the last */
 	return 0;
@@ -334,12 +333,8 @@ static int tx_shm(struct srn_rc_state *rc, struct iovec *iov, int n, uint8_t *ta
 	rc_count(rc, SRN_CNT_tx_packets);
 	rc_count(rc, SRN_CNT_tx_shm_packets);
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_tx_bytes], bytes, memory_order_relaxed);
-	if (net_pcap_enabled()) {
-		struct wire_l3 l3 = rc->l3;
-
-		l3.dport = SRN_ROCE_UDP_PORT;
-		net_pcap_write(&l3, iov, n);
-	}
+	if (srn_cap_active(&eng->cap))
+		srn_cap_packet(eng, NET_CAP_TX, rc->qpn, &rc->l3, iov, n);
 	return 0;
 }
 
@@ -411,14 +406,7 @@ int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 	rc_count(rc, SRN_CNT_tx_packets);
 	atomic_fetch_add_explicit(&eng->cnt[SRN_CNT_tx_bytes],
 				  (uint64_t)hlen + paylen, memory_order_relaxed);
-	if (net_pcap_enabled()) {
-		/* Captures show the RoCE view: the receiving NIC at 4791,
-		 * whatever local port the peer's engine really listens on
-		 * (see rx_one in engine_rx.c). */
-		struct wire_l3 l3 = rc->l3;
-
-		l3.dport = SRN_ROCE_UDP_PORT;
-		net_pcap_write(&l3, iov, n);
-	}
+	if (srn_cap_active(&eng->cap))
+		srn_cap_packet(eng, NET_CAP_TX, rc->qpn, &rc->l3, iov, n);
 	return 0;
 }

@@ -43,7 +43,7 @@ static void write_sample(const struct sample *s)
 	struct iovec iov[2] = { { (void *)s->roce, 12 },
 				{ (void *)(s->roce + 12), s->len - 12 } };
 
-	net_pcap_write(&s->l3, iov, 2);
+	net_pcap_write(PCAPNG_DIR_OUT, &s->l3, iov, 2, NULL);
 }
 
 static int read_back_count(const char *path)
