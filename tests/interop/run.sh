@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The interop suite: softrnic (host side, in a network namespace, on the
+# bridge at 10.77.0.1) against Linux Soft-RoCE (rdma_rxe, rxe0 in a qemu
+# guest at 10.77.0.2), every case in both roles.  See docs/interop.md.
+#   run.sh [PHASE...]   phases: basic loss mtu (default: all three)
+# Environment: SRN_BUILD (softrnic's build, default build/), SRN_INTEROP_DIR
+# (downloads, guest, logs; default /var/tmp/softrnic-interop), IO_CASES (a
+# regex: run only the cases whose name matches).
+# Exit: 0 all passed, 1 a case failed, 77 not root or no qemu.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/pair.sh"
+. "$HERE/checks.sh"
+io_need_root_qemu
+[ -x "$SOFTRNIC" ] || { echo "no $SOFTRNIC: build softrnic first" >&2; exit 1; }
+for p in ibv_rc_pingpong ib_write_bw rping ucmatose nft; do
+	command -v $p >/dev/null || io_skip "$p not installed"
+done
+PHASES=${*:-basic loss mtu}
+mkdir -p "$IO_LOGS"
+T0=$SECONDS
+if [ ! -e "$IO_OUT/initramfs.cpio.gz" ]; then
+	"$HERE/build-guest.sh" >"$IO_LOGS/build.log" 2>&1 ||
+		{ tail -n 20 "$IO_LOGS/build.log"; exit 1; }
+fi
+io_net_up
+HD=$IO_HDEV
+# program arguments on each side: softrnic's device and GID 0 (its
+# ::ffff:10.77.0.1), rxe0 and its IPv4-mapped GID, found at boot
+PPH="-d $HD -g 0 -p PORT -c" PPG="-d \$IO_DEV -g \$IO_GID -p PORT -c"
+PTH="-d $HD -x 0 -F -p PORT" PTG="-d \$IO_DEV -x \$IO_GID -F -p PORT"
+case_on() { [[ $1 =~ ${IO_CASES:-.} ]]; }
+both() { case_on "$1" && io_both "$@"; }
+
+phase_basic() {
+	local p
+	for p in rc uc; do
+		both ${p}_pingpong-4k 120 "ibv_${p}_pingpong $PPH -s 4096 -n 20" \
+			"ibv_${p}_pingpong $PPG -s 4096 -n 20" chk_pp
+	done
+	both ud_pingpong-1000 120 "ibv_ud_pingpong $PPH -s 1000 -n 20" \
+		"ibv_ud_pingpong $PPG -s 1000 -n 20" chk_pp
+	for p in write read send; do
+		both ib_${p}_bw-64k 180 "ib_${p}_bw $PTH -s 65536 -n 50" \
+			"ib_${p}_bw $PTG -s 65536 -n 50" chk_perf
+	done
+	for p in FETCH_AND_ADD CMP_AND_SWAP; do
+		both ib_atomic_bw-$p 180 "ib_atomic_bw $PTH -A $p -n 50" \
+			"ib_atomic_bw $PTG -A $p -n 50" chk_perf
+	done
+	for p in write send; do
+		both ib_${p}_lat-2 180 "ib_${p}_lat $PTH -s 2 -n 50" "ib_${p}_lat $PTG -s 2 -n 50" chk_perf
+		both ib_${p}_lat-8k 180 "ib_${p}_lat $PTH -s 8192 -n 20" \
+			"ib_${p}_lat $PTG -s 8192 -n 20" chk_perf
+	done
+	IO_RPING_COUNT=10 both rping-4000 180 "rping -C 10 -V -v -S 4000 -p PORT" \
+		"rping -C 10 -V -v -S 4000 -p PORT" chk_rping "-s -a IP" "-c -a IP"
+	both ucmatose 180 "ucmatose -c 2 -C 10 -p PORT" "ucmatose -c 2 -C 10 -p PORT" chk_ucma \
+		"-b IP" "-s IP"
+	both ib_write_bw-R 180 "ib_write_bw $PTH -R -s 65536 -n 50" \
+		"ib_write_bw $PTG -R -s 65536 -n 50" chk_perf
+}
+
+# 1% loss both ways: netem in the guest drops what rxe sends, nftables in
+# the namespace what softrnic sends (this host's kernel has no netem).
+phase_loss() {
+	local L=$IO_LOGS/loss c
+	io_guest 20 'tc qdisc add dev eth0 root netem loss 1%' || { io_result FAIL loss/netem 0 "tc failed"; return; }
+	io_ns nft add table inet srnio
+	io_ns nft add chain inet srnio out '{ type filter hook output priority 0; }'
+	io_ns nft add rule inet srnio out udp dport 4791 numgen random mod 100 \< 1 counter drop
+	IO_RPING_COUNT=20 both loss-rping-16000 300 "rping -C 20 -V -v -S 16000 -p PORT" \
+		"rping -C 20 -V -v -S 16000 -p PORT" chk_rping_gbn "-s -a IP" "-c -a IP"
+	for p in write read; do
+		both loss-ib_${p}_bw-64k 300 "ib_${p}_bw $PTH -s 65536 -n 100" \
+			"ib_${p}_bw $PTG -s 65536 -n 100" chk_perf_gbn
+	done
+	# what each impairment dropped, and how both stacks recovered in all
+	local netem nft srn rxe
+	netem=$(io_guest 20 'tc -s qdisc show dev eth0' | sed -n 's/.*dropped \([0-9]*\).*/\1/p' | head -n1)
+	nft=$(io_ns nft list table inet srnio | sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
+	io_guest 20 'tc qdisc del dev eth0 root'
+	io_ns nft delete table inet srnio
+	cat "$IO_LOGS"/loss-*.hostlog >"$L.all" 2>/dev/null
+	srn=""
+	for c in req_retx_packets comp_nak_seq resp_nak_seq resp_dup_request req_timeouts; do
+		srn="$srn $c=$(io_counter $c "$L.all")"
+	done
+	rxe=$(io_guest 20 'cd /sys/class/infiniband/rxe0/ports/1/hw_counters &&
+		for c in rcvd_seq_err out_of_seq_request duplicate_request completer_retry_err retry_exceeded_err; do
+			printf "%s=%s " $c $(cat $c); done')
+	io_log "loss: netem dropped ${netem:-?} of rxe's packets, nftables ${nft:-?} of softrnic's"
+	io_log "loss: softrnic$srn"
+	io_log "loss: rxe $rxe"
+	[ "${netem:-0}" -gt 0 ] && [ "${nft:-0}" -gt 0 ]
+	io_result $([ $? -eq 0 ] && echo PASS || echo FAIL) loss/both-directions-lost 0 \
+		"netem ${netem:-?} rxe packets, nftables ${nft:-?} softrnic packets"
+	# softrnic's responder NAKed rxe's gaps; its requester went back after
+	# rxe's NAKs or its own timeouts
+	[ "$(io_counter resp_nak_seq "$L.all")" -gt 0 ] && [ "$(io_counter req_retx_packets "$L.all")" -gt 0 ]
+	io_result $([ $? -eq 0 ] && echo PASS || echo FAIL) loss/srn-recovered-both-ways 0 "${srn# }"
+}
+
+phase_mtu() {
+	local m
+	io_poweroff
+	io_boot 9000 || { io_result FAIL mtu/boot 0 "guest at MTU 9000 did not boot"; return; }
+	m=$(io_guest 20 'ibv_devinfo -d $IO_DEV' | awk '/active_mtu/ {print $2}')
+	[ "$m" = 4096 ]
+	io_result $([ $? -eq 0 ] && echo PASS || echo FAIL) mtu/rxe-active-mtu 0 "rxe0 active_mtu $m"
+	both mtu4096-rc_pingpong-16k 120 "ibv_rc_pingpong $PPH -m 4096 -s 16384 -n 20" \
+		"ibv_rc_pingpong $PPG -m 4096 -s 16384 -n 20" chk_pp_mtu
+	both mtu4096-ud_pingpong-4000 120 "ibv_ud_pingpong $PPH -s 4000 -n 20" \
+		"ibv_ud_pingpong $PPG -s 4000 -n 20" chk_pp
+	both mtu4096-ib_write_bw-64k 180 "ib_write_bw $PTH -m 4096 -s 65536 -n 50" \
+		"ib_write_bw $PTG -m 4096 -s 65536 -n 50" chk_perf_mtu
+	IO_RPING_COUNT=10 both mtu4096-rping-16000 180 "rping -C 10 -V -v -S 16000 -p PORT" \
+		"rping -C 10 -V -v -S 16000 -p PORT" chk_rping "-s -a IP" "-c -a IP"
+}
+
+io_log "softrnic $SRN_BUILD, guest $IO_OUT ($(cat "$IO_OUT/KVER")), logs $IO_LOGS"
+io_boot 1500 || exit 1
+for ph in $PHASES; do
+	t=$SECONDS
+	io_log "phase $ph"
+	"phase_$ph"
+	io_log "phase $ph: $((SECONDS - t)) s"
+done
+io_poweroff
+echo
+echo "== interop results ($((SECONDS - T0)) s)"
+printf '%s\n' "${IO_RESULTS[@]}"
+echo "$IO_PASSES passed, $IO_FAILS failed"
+[ "$IO_FAILS" -eq 0 ] && [ "$IO_PASSES" -gt 0 ]
