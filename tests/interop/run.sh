@@ -30,11 +30,20 @@ HD=$IO_HDEV
 # ::ffff:10.77.0.1), rxe0 and its IPv4-mapped GID, found at boot
 PPH="-d $HD -g 0 -p PORT -c" PPG="-d \$IO_DEV -g \$IO_GID -p PORT -c"
 PTH="-d $HD -x 0 -F -p PORT" PTG="-d \$IO_DEV -x \$IO_GID -F -p PORT"
+# guest MTU: boots (again) when the phase needs another MTU than the running guest's
+IO_BOOTED=""
+guest_at() {
+	[ "$IO_BOOTED" = "$1" ] && return 0
+	io_poweroff
+	IO_BOOTED=$1
+	io_boot "$1" || { io_result FAIL "boot-mtu$1" 0 "guest did not boot"; return 1; }
+}
 case_on() { [[ $1 =~ ${IO_CASES:-.} ]]; }
 both() { case_on "$1" && io_both "$@"; }
 
 phase_basic() {
 	local p
+	guest_at 1500 || return
 	for p in rc uc; do
 		both ${p}_pingpong-4k 120 "ibv_${p}_pingpong $PPH -s 4096 -n 20" \
 			"ibv_${p}_pingpong $PPG -s 4096 -n 20" chk_pp
@@ -65,7 +74,8 @@ phase_basic() {
 # 1% loss both ways: netem in the guest drops what rxe sends, nftables in
 # the namespace what softrnic sends (this host's kernel has no netem).
 phase_loss() {
-	local L=$IO_LOGS/loss c
+	local L=$IO_LOGS/loss c p
+	guest_at 1500 || return
 	io_guest 20 'tc qdisc add dev eth0 root netem loss 1%' || { io_result FAIL loss/netem 0 "tc failed"; return; }
 	io_ns nft add table inet srnio
 	io_ns nft add chain inet srnio out '{ type filter hook output priority 0; }'
@@ -104,8 +114,7 @@ phase_loss() {
 
 phase_mtu() {
 	local m
-	io_poweroff
-	io_boot 9000 || { io_result FAIL mtu/boot 0 "guest at MTU 9000 did not boot"; return; }
+	guest_at 9000 || return
 	m=$(io_guest 20 'ibv_devinfo -d $IO_DEV' | awk '/active_mtu/ {print $2}')
 	[ "$m" = 4096 ]
 	io_result $([ $? -eq 0 ] && echo PASS || echo FAIL) mtu/rxe-active-mtu 0 "rxe0 active_mtu $m"
@@ -120,7 +129,6 @@ phase_mtu() {
 }
 
 io_log "softrnic $SRN_BUILD, guest $IO_OUT ($(cat "$IO_OUT/KVER")), logs $IO_LOGS"
-io_boot 1500 || exit 1
 for ph in $PHASES; do
 	t=$SECONDS
 	io_log "phase $ph"
