@@ -1,7 +1,8 @@
 # One interop case (sourced after lib.sh): a server and a client, one of
 # them softrnic in the namespace, the other kernel rxe in the guest.
 IO_PASSES=0 IO_FAILS=0 IO_RESULTS=()
-IO_PORT=${IO_PORT:-20100}
+IO_PORT=${IO_PORT:-20100} IO_CASE_PORT=0
+IO_READY_SECS=${IO_READY_SECS:-60}
 
 io_result() { # PASS|FAIL NAME SECS NOTE
 	printf '%-4s %-34s %4ss  %s\n' "$1" "$2" "$3" "$4"
@@ -9,18 +10,30 @@ io_result() { # PASS|FAIL NAME SECS NOTE
 	if [ "$1" = PASS ]; then IO_PASSES=$((IO_PASSES + 1)); else IO_FAILS=$((IO_FAILS + 1)); fi
 }
 
+# io_host_ready PORT: softrnic's server listens on TCP PORT (its
+# out-of-band exchange), or 2 s went by (an rdma_cm listener of softrnic
+# is not the kernel's to show)
+io_host_ready() {
+	local i
+	for ((i = 0; i < 10; i++)); do
+		io_ns ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		sleep 0.2
+	done
+}
+
 # io_pair NAME SERVER SECS "HOST CMD" "GUEST CMD" [CHECK]: SERVER (host or
-# guest) starts first, the client retries while the server has not
-# answered.  Passes when both exit 0 and CHECK (a function given the log
+# guest) starts first; rxe's client retries until softrnic's server
+# answers, softrnic's client waits until rxe's server listens on
+# IO_CASE_PORT.  Passes when both exit 0 and CHECK (a function given the log
 # prefix and the client's output file) returns 0; CHECK's output is the
 # note.  Logs: $IO_LOGS/NAME.{host,hostlog,guest}.
 io_pair() {
 	local name=$1 srv=$2 secs=$3 hcmd=$4 gcmd=$5 check=${6:-} t0=$SECONDS
-	local L="$IO_LOGS/${name//\//-}" hpid hrc grc try cli note=""
+	local L="$IO_LOGS/${name//\//-}" hpid hrc grc cli note=""
 	if [ "$srv" = host ]; then
 		io_host "$secs" $hcmd >"$L.host" 2>"$L.hostlog" &
 		hpid=$!
-		sleep 1
+		io_host_ready "$IO_CASE_PORT"
 		io_guest $((secs + 30)) "io-retry 5 timeout $secs $gcmd" >"$L.guest" 2>&1
 		grc=$?
 		wait "$hpid"
@@ -28,15 +41,11 @@ io_pair() {
 		cli=$L.guest
 	else
 		io_guest 20 "io-bg srv $secs $gcmd" >"$L.guest" 2>&1
-		sleep "${IO_SERVER_WAIT:-3}"
-		for try in 1 2 3 4 5; do
-			io_host "$secs" $hcmd >"$L.host" 2>"$L.hostlog"
-			hrc=$?
-			[ $hrc -eq 0 ] && break
-			# retry only while the server still waits for a client
-			io_guest 20 '[ ! -s /tmp/srv.rc ]' || break
-			sleep 2
-		done
+		# one attempt, once the server listens: a retried client may meet
+		# a server that took the failed attempt's connection
+		io_guest $((IO_READY_SECS + 10)) "io-ready $IO_CASE_PORT $IO_READY_SECS" >>"$L.guest" 2>&1
+		io_host "$secs" $hcmd >"$L.host" 2>"$L.hostlog"
+		hrc=$?
 		io_guest $((secs + 30)) "io-wait srv $secs" >"$L.guest" 2>&1
 		grc=$?
 		cli=$L.host
@@ -60,9 +69,11 @@ io_pair() {
 io_both() {
 	local name=$1 secs=$2 hargs=$3 gargs=$4 check=${5:-} sx=${6:-} cx=${7:-IP}
 	IO_PORT=$((IO_PORT + 1))
+	IO_CASE_PORT=$IO_PORT
 	io_pair "$name/srn-srv" host "$secs" "${hargs//PORT/$IO_PORT} ${sx//IP/$IO_HOST_IP}" \
 		"${gargs//PORT/$IO_PORT} ${cx//IP/$IO_HOST_IP}" "$check"
 	IO_PORT=$((IO_PORT + 1))
+	IO_CASE_PORT=$IO_PORT
 	io_pair "$name/rxe-srv" guest "$secs" "${hargs//PORT/$IO_PORT} ${cx//IP/$IO_GUEST_IP}" \
 		"${gargs//PORT/$IO_PORT} ${sx//IP/$IO_GUEST_IP}" "$check"
 }
