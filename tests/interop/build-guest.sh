@@ -122,6 +122,10 @@ echo "root:x:0:0:root:/root:/bin/sh" >"$ROOT/etc/passwd"
 echo "root:x:0:" >"$ROOT/etc/group"
 echo "127.0.0.1 localhost" >"$ROOT/etc/hosts"
 echo "hosts: files" >"$ROOT/etc/nsswitch.conf"
+# softrnic's checked RC stream (tests/net/rc_stream_check.c), when built:
+# a verbs program, so in the guest it runs on rdma-core and rxe (its
+# run path to softrnic's build does not exist there; no ldd copy)
+[ -x "$SRN_BUILD/tests/rc_stream_check" ] && install -m 0755 "$SRN_BUILD/tests/rc_stream_check" "$ROOT/usr/bin/"
 install -m 0755 "$IO_SRC/guest/init" "$ROOT/init"
 for s in "$IO_SRC"/guest/io-*; do install -m 0755 "$s" "$ROOT/usr/bin/"; done
 {

@@ -50,6 +50,16 @@ chk_gbn() {
 	echo "$note" | sed 's/^ //'
 	return $bad
 }
+# the checked stream's server found every byte, once, in order; the
+# client's rate
+chk_stream() {
+	local v r
+	v=$(cat "$1.host" "$1.guest" | grep -c 'corrupt 0, duplicate 0, out_of_order 0, missing 0, errors 0')
+	r=$(grep -h 'MB/s' "$2" | tail -n1)
+	echo "${r:-(no rate)}; $v verdicts clean"
+	[ "$v" -ge 1 ]
+}
+chk_stream_gbn() { chk_stream "$@" && chk_gbn "$@"; }
 chk_rping_gbn() { chk_rping "$@" && chk_gbn "$@"; }
 chk_perf_gbn() { chk_perf "$@" && chk_gbn "$@"; }
 

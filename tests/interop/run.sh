@@ -14,13 +14,17 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/checks.sh"
 io_need_root_qemu
 [ -x "$SOFTRNIC" ] || { echo "no $SOFTRNIC: build softrnic first" >&2; exit 1; }
+[ -x "$SRN_BUILD/tests/rc_stream_check" ] || { echo "no $SRN_BUILD/tests/rc_stream_check" >&2; exit 1; }
 for p in ibv_rc_pingpong ib_write_bw rping ucmatose nft; do
 	command -v $p >/dev/null || io_skip "$p not installed"
 done
 PHASES=${*:-basic loss mtu}
 mkdir -p "$IO_LOGS"
 T0=$SECONDS
-if [ ! -e "$IO_OUT/initramfs.cpio.gz" ]; then
+# (re)build the guest when it is missing or older than what goes into it
+if [ ! -e "$IO_OUT/initramfs.cpio.gz" ] || [ -n "$(find "$HERE/build-guest.sh" "$HERE/guest" \
+	"$SRN_BUILD/tests/rc_stream_check" -newer "$IO_OUT/initramfs.cpio.gz" 2>/dev/null)" ]; then
+	io_log "building the guest"
 	"$HERE/build-guest.sh" >"$IO_LOGS/build.log" 2>&1 ||
 		{ tail -n 20 "$IO_LOGS/build.log"; exit 1; }
 fi
@@ -38,6 +42,9 @@ guest_at() {
 	IO_BOOTED=$1
 	io_boot "$1" || { io_result FAIL "boot-mtu$1" 0 "guest did not boot"; return 1; }
 }
+# the checked stream: the client sends, the server checks every byte
+SCH="rc_stream_check -d $HD -g 0 -p PORT -T 240"
+SCG="rc_stream_check -d \$IO_DEV -g \$IO_GID -p PORT -T 240"
 case_on() { [[ $1 =~ ${IO_CASES:-.} ]]; }
 both() { case_on "$1" && io_both "$@"; }
 
@@ -67,6 +74,7 @@ phase_basic() {
 		"rping -C 10 -V -v -S 4000 -p PORT" chk_rping "-s -a IP" "-c -a IP"
 	both ucmatose 180 "ucmatose -c 2 -C 10 -p PORT" "ucmatose -c 2 -C 10 -p PORT" chk_ucma \
 		"-b IP" "-s IP"
+	both rc_stream-mix-4m 180 "$SCH" "$SCG" chk_stream "" "-t rc -o mix -m 4 IP"
 	both ib_write_bw-R 180 "ib_write_bw $PTH -R -s 65536 -n 50" \
 		"ib_write_bw $PTG -R -s 65536 -n 50" chk_perf
 }
@@ -82,6 +90,9 @@ phase_loss() {
 	io_ns nft add rule inet srnio out udp dport 4791 numgen random mod 100 \< 1 counter drop
 	IO_RPING_COUNT=20 both loss-rping-16000 300 "rping -C 20 -V -v -S 16000 -p PORT" \
 		"rping -C 20 -V -v -S 16000 -p PORT" chk_rping_gbn "-s -a IP" "-c -a IP"
+	for p in send write; do
+		both loss-rc_stream-$p-4m 300 "$SCH" "$SCG" chk_stream_gbn "" "-t rc -o $p -m 4 IP"
+	done
 	for p in write read; do
 		both loss-ib_${p}_bw-64k 300 "ib_${p}_bw $PTH -s 65536 -n 100" \
 			"ib_${p}_bw $PTG -s 65536 -n 100" chk_perf_gbn
