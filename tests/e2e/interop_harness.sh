@@ -5,6 +5,7 @@
 # between two softrnic processes on srn_lo.
 . "$(dirname "$0")/../lib/e2e.sh"
 t_need ibv_rc_pingpong ib_write_bw rping setsid
+STREAM=$SRN_BUILD/tests/rc_stream_check
 IO=$SRN_SOURCE/tests/interop
 . "$IO/lib.sh"
 . "$IO/checks.sh"
@@ -50,9 +51,15 @@ else
 	t_fail "ibv_rc_pingpong pair"
 fi
 port=$(t_port)
-if t_pair bw 60 "ib_write_bw -d srn_lo -x 0 -F -p $port -s 65536 -n 5" \
+if SOFTRNIC_LOG=debug t_pair bw 60 "ib_write_bw -d srn_lo -x 0 -F -p $port -s 65536 -n 5" \
 	"ib_write_bw -d srn_lo -x 0 -F -p $port -s 65536 -n 5 127.0.0.1"; then
 	note=$(chk_perf "$L" "$T_TMP/bw.client") && t_pass "chk_perf: $note" || t_fail "chk_perf: $note"
+	# srn_lo's path MTU is 4096: over UDP the data goes in 4 KiB packets
+	cp "$T_TMP/bw.client" "$L.hostlog"
+	cat "$T_TMP/bw.server" >>"$L.hostlog"
+	if [ "${SOFTRNIC_TRANSPORT:-}" = udp ]; then
+		note=$(chk_mtu4096 "$L") && t_pass "chk_mtu4096: $note" || t_fail "chk_mtu4096: $note"
+	fi
 else
 	t_fail "ib_write_bw pair"
 fi
@@ -65,5 +72,16 @@ if t_pair rp 60 "rping -s -a 127.0.0.1 -C 3 -V -v -S 100 -p $port" \
 		t_pass "chk_rping: fails with fewer pings than asked ($note)"
 else
 	t_fail "rping pair"
+fi
+port=$(t_port)
+if t_pair st 60 "$STREAM -d srn_lo -g 0 -p $port" "$STREAM -d srn_lo -g 0 -p $port -m 1 127.0.0.1"; then
+	cp "$T_TMP/st.server" "$L.host"
+	cp "$T_TMP/st.client" "$L.guest"
+	note=$(chk_stream "$L" "$T_TMP/st.client") && t_pass "chk_stream: $note" || t_fail "chk_stream: $note"
+	sed -i 's/corrupt 0/corrupt 1/' "$L.host" "$L.guest"
+	note=$(chk_stream "$L" "$T_TMP/st.client") && t_fail "chk_stream took a corrupt verdict: $note" ||
+		t_pass "chk_stream: a verdict with corruption is not clean"
+else
+	t_fail "rc_stream_check pair"
 fi
 t_done

@@ -69,7 +69,7 @@ chk_mtu4096() {
 	local f=$1.hostlog avg
 	avg=$(awk '$2 == "tx_bytes" { tb += $3 } $2 == "tx_packets" { tp += $3 }
 		$2 == "rx_bytes" { rb += $3 } $2 == "rx_packets" { rp += $3 }
-		END { a = tp ? tb / tp : 0; b = rp ? rb / rp : 0; printf "%d", a > b ? a : b }' "$f")
+		END { a = tp ? tb / tp : 0; b = rp ? rb / rp : 0; printf "%d", (a > b ? a : b) }' "$f")
 	echo "avg $avg B/packet"
 	[ "$avg" -gt 2048 ]
 }

@@ -81,10 +81,12 @@ phase_basic() {
 
 # 1% loss both ways: netem in the guest drops what rxe sends, nftables in
 # the namespace what softrnic sends (this host's kernel has no netem).
+# /usr/sbin/tc is iproute2's: busybox's shell prefers its own applets, and
+# busybox's tc knows no netem.
 phase_loss() {
 	local L=$IO_LOGS/loss c p
 	guest_at 1500 || return
-	io_guest 20 'tc qdisc add dev eth0 root netem loss 1%' || { io_result FAIL loss/netem 0 "tc failed"; return; }
+	io_guest 20 '/usr/sbin/tc qdisc add dev eth0 root netem loss 1%' || { io_result FAIL loss/netem 0 "tc failed"; return; }
 	io_ns nft add table inet srnio
 	io_ns nft add chain inet srnio out '{ type filter hook output priority 0; }'
 	io_ns nft add rule inet srnio out udp dport 4791 numgen random mod 100 \< 1 counter drop
@@ -99,9 +101,9 @@ phase_loss() {
 	done
 	# what each impairment dropped, and how both stacks recovered in all
 	local netem nft srn rxe
-	netem=$(io_guest 20 'tc -s qdisc show dev eth0' | sed -n 's/.*dropped \([0-9]*\).*/\1/p' | head -n1)
+	netem=$(io_guest 20 '/usr/sbin/tc -s qdisc show dev eth0' | sed -n 's/.*dropped \([0-9]*\).*/\1/p' | head -n1)
 	nft=$(io_ns nft list table inet srnio | sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
-	io_guest 20 'tc qdisc del dev eth0 root'
+	io_guest 20 '/usr/sbin/tc qdisc del dev eth0 root'
 	io_ns nft delete table inet srnio
 	cat "$IO_LOGS"/loss-*.hostlog >"$L.all" 2>/dev/null
 	srn=""
