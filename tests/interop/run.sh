@@ -43,8 +43,8 @@ guest_at() {
 	io_boot "$1" || { io_result FAIL "boot-mtu$1" 0 "guest did not boot"; return 1; }
 }
 # the checked stream: the client sends, the server checks every byte
-SCH="rc_stream_check -d $HD -g 0 -p PORT -T 240"
-SCG="rc_stream_check -d \$IO_DEV -g \$IO_GID -p PORT -T 240"
+SCH="$SRN_BUILD/tests/rc_stream_check -d $HD -g 0 -p PORT -T 150"
+SCG="rc_stream_check -d \$IO_DEV -g \$IO_GID -p PORT -T 150"
 case_on() { [[ $1 =~ ${IO_CASES:-.} ]]; }
 both() { case_on "$1" && io_both "$@"; }
 
