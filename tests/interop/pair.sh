@@ -50,7 +50,10 @@ io_pair() {
 		grc=$?
 		cli=$L.host
 	fi
-	if [ $hrc -eq 0 ] && [ $grc -eq 0 ] && note=$(${check:-true} "$L" "$cli"); then
+	local ok=0
+	[ $hrc -eq 0 ] && [ $grc -eq 0 ] && note=$(${check:-true} "$L" "$cli") && ok=1
+	note=${note//$'\n'/; }
+	if [ $ok -eq 1 ]; then
 		io_result PASS "$name" $((SECONDS - t0)) "$note"
 		return 0
 	fi
