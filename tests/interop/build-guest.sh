@@ -65,7 +65,8 @@ MDIR="lib/modules/$KVER"
 mkdir -p "$ROOT/usr/$MDIR"
 : >"$ROOT/etc/modules.order"
 for m in virtio_pci virtio_net crc32_generic crc32_pclmul udp_tunnel ip6_udp_tunnel ib_core \
-	ib_uverbs rdma_rxe sch_netem configfs ib_cm iw_cm rdma_cm rdma_ucm; do
+	ib_uverbs rdma_rxe sch_netem sch_ingress cls_matchall act_mirred ifb configfs ib_cm iw_cm \
+	rdma_cm rdma_ucm; do
 	modprobe -d "$KROOT" -S "$KVER" --show-depends "$m" | while read -r kw path _; do
 		[ "$kw" = insmod ] || continue
 		rel=${path#"$KROOT"/}
@@ -105,7 +106,7 @@ put() {
 	cp -L "$1" "$ROOT$dst"
 }
 LIBDIR=/usr/lib/x86_64-linux-gnu
-PROGS="rdma tc ibv_devices ibv_devinfo ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong
+PROGS="rdma tc ip ibv_devices ibv_devinfo ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong
 	rping ucmatose ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat
 	ib_atomic_bw ib_atomic_lat"
 FILES="$LIBDIR/libgcc_s.so.1 $(ls $LIBDIR/libibverbs/librxe-rdmav*.so $LIBDIR/libibverbs/libsiw-rdmav*.so 2>/dev/null)"

@@ -56,6 +56,8 @@ io_mtu() {
 
 io_cleanup() {
 	local p
+	# a softrnic server still waiting for its client: its timeout and all
+	[ -n "${IO_HOST_PID:-}" ] && pkill -P "$IO_HOST_PID" 2>/dev/null
 	for p in $IO_QEMU_PID; do kill "$p" 2>/dev/null; done
 	for p in $IO_QEMU_PID; do wait "$p" 2>/dev/null; done
 	ip netns del "$IO_NS" 2>/dev/null

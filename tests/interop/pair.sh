@@ -32,12 +32,12 @@ io_pair() {
 	local L="$IO_LOGS/${name//\//-}" hpid hrc grc cli note=""
 	if [ "$srv" = host ]; then
 		io_host "$secs" $hcmd >"$L.host" 2>"$L.hostlog" &
-		hpid=$!
+		hpid=$! IO_HOST_PID=$!
 		io_host_ready "$IO_CASE_PORT"
 		io_guest $((secs + 30)) "io-retry 5 timeout $secs $gcmd" >"$L.guest" 2>&1
 		grc=$?
 		wait "$hpid"
-		hrc=$?
+		hrc=$? IO_HOST_PID=""
 		cli=$L.guest
 	else
 		io_guest 20 "io-bg srv $secs $gcmd" >"$L.guest" 2>&1
