@@ -105,7 +105,7 @@ phase_loss() {
 	done
 	# what netem dropped each way, and how both stacks recovered in all
 	out=$(dropped eth0) in=$(dropped ifb0)
-	rxe=$(io_guest 20 'cd /sys/class/infiniband/rxe0/ports/1/hw_counters && for c in rcvd_seq_err out_of_seq_request duplicate_request completer_retry_err retry_exceeded_err; do printf "%s=%s " $c $(cat $c); done')
+	rxe=$(io_guest 20 'cd /sys/class/infiniband/rxe0/ports/1/hw_counters && for c in rcvd_seq_err out_of_seq_request duplicate_request completer_retry_err retry_exceeded_err; do printf "%s=%s " $c $(cat $c); done; echo')
 	io_guest 30 "$LOSS_OFF"
 	cat "$IO_LOGS"/loss-*.hostlog >"$L.all" 2>/dev/null
 	srn=""
