@@ -21,9 +21,14 @@ for t in depmod:kmod modprobe:kmod cpio:cpio dpkg-deb:dpkg rdma:iproute2 tc:ipro
 		{ echo "missing ${t%%:*} (apt-get install ${t#*:})" >&2; exit 1; }
 done
 
+# kver: the kernel ABI linux-image-amd64 depends on (empty before apt-get update)
+kver() {
+	apt-cache depends linux-image-amd64 2>/dev/null |
+		awk '/Depends: linux-image-[0-9]/ {sub("linux-image-", "", $2); print $2; exit}'
+}
 if [ -z "${KVER:-}" ]; then
-	KVER=$(apt-cache depends linux-image-amd64 2>/dev/null |
-		awk '/Depends: linux-image-[0-9]/ {sub("linux-image-", "", $2); print $2; exit}')
+	KVER=$(kver)
+	[ -n "$KVER" ] || [ "$(id -u)" -ne 0 ] || { apt-get update -qq && KVER=$(kver); }
 	[ -n "$KVER" ] || { echo "cannot resolve linux-image-amd64 (apt-get update?)" >&2; exit 1; }
 fi
 io_log "kernel linux-image-$KVER"

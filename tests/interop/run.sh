@@ -20,6 +20,8 @@ for p in ibv_rc_pingpong ib_write_bw rping ucmatose; do
 done
 PHASES=${*:-basic loss mtu}
 mkdir -p "$IO_LOGS"
+# this run's logs only: the loss totals add up every loss-* log
+rm -f "$IO_LOGS"/*.host "$IO_LOGS"/*.hostlog "$IO_LOGS"/*.guest "$IO_LOGS"/loss.all
 T0=$SECONDS
 # (re)build the guest when it is missing or older than what goes into it
 if [ ! -e "$IO_OUT/initramfs.cpio.gz" ] || [ -n "$(find "$HERE/build-guest.sh" "$HERE/guest" \
