@@ -3,8 +3,8 @@
  * QP, and checks at the receiver that every byte arrives, exactly once
  * and in order, for the fault tests in tests/net/fault_*.sh.
  *
- *   server: rc_stream_check [-d DEV] [-p PORT] [-T SECS]
- *   client: rc_stream_check [-d DEV] [-p PORT] [-T SECS] [-t rc|uc|ud]
+ *   server: rc_stream_check [-d DEV] [-g GIDX] [-p PORT] [-T SECS]
+ *   client: rc_stream_check [-d DEV] [-g GIDX] [-p PORT] [-T SECS] [-t rc|uc|ud]
  *           [-o send|write|mix] [-m MIB] [-s MSG_BYTES] [-w WINDOW]
  *           [-u QP_TIMEOUT] [-r RETRY_CNT] [-L MIN_DELIVERED_PCT]
  *           [-b MB_PER_S] [-X corrupt|dup|skip] SERVER_IP
@@ -28,7 +28,8 @@
  * Both sides print a verdict line, the client its rate; async events
  * (port events among them) are printed as they come.  Exit 0 pass,
  * 1 the stream was damaged or an RDMA operation failed, 2 set-up error
- * or the time (SECS, default 60) ran out. */
+ * or the time (SECS, default 60) ran out.  -g: the local GID index (default
+ * 0; Linux rxe's IPv4-mapped GID is 1, for tests/interop). */
 #include <getopt.h>
 #include <infiniband/verbs.h>
 #include <fcntl.h>
@@ -74,7 +75,7 @@ static struct {
 	enum op op;
 	uint64_t mib;
 	uint32_t msg, window;
-	uint8_t timeout, retry;
+	uint8_t timeout, retry, gidx;
 	unsigned int min_pct;
 	double pace_mbs;
 	enum { X_NONE, X_CORRUPT, X_DUP, X_SKIP } inject;
@@ -218,7 +219,7 @@ static int hello_self(struct res *r, struct hello *h)
 {
 	union ibv_gid gid;
 
-	if (ibv_query_gid(r->ctx, 1, 0, &gid))
+	if (ibv_query_gid(r->ctx, 1, opt.gidx, &gid))
 		return die("ibv_query_gid");
 	h->qpn = r->qp->qp_num;
 	h->psn = (uint32_t)(h->seed >> 40) & 0xffffff;
@@ -255,7 +256,7 @@ static int qp_connect(struct res *r, const struct hello *me, const struct hello 
 		a.dest_qp_num = peer->qpn;
 		a.rq_psn = peer->psn;
 		a.ah_attr = (struct ibv_ah_attr){ .is_global = 1, .port_num = 1,
-						  .grh = { .hop_limit = 64 } };
+						  .grh = { .hop_limit = 64, .sgid_index = opt.gidx } };
 		memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 		if (t == Q_RC) {
@@ -561,7 +562,8 @@ static int client(void)
 	if (qp_connect(&r, &me, &peer))
 		goto out;
 	if (me.type == Q_UD) {
-		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1, .grh = { .hop_limit = 64 } };
+		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+					  .grh = { .hop_limit = 64, .sgid_index = opt.gidx } };
 
 		memcpy(aa.grh.dgid.raw, peer.gid, 16);
 		r.ah = ibv_create_ah(r.pd, &aa);
@@ -653,7 +655,7 @@ out:
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: rc_stream_check [-d DEV] [-p PORT] [-T SECS] [-t rc|uc|ud] "
+	fprintf(stderr, "usage: rc_stream_check [-d DEV] [-g GIDX] [-p PORT] [-T SECS] [-t rc|uc|ud] "
 			"[-o send|write|mix] [-m MIB] [-s MSG_BYTES] [-w WINDOW] [-u QP_TIMEOUT] "
 			"[-r RETRY_CNT] [-L MIN_DELIVERED_PCT] [-b MB_PER_S] [-X corrupt|dup|skip] "
 			"[SERVER_IP]\n");
@@ -672,9 +674,10 @@ int main(int argc, char **argv)
 {
 	int c, v;
 
-	while ((c = getopt(argc, argv, "d:p:T:t:o:m:s:w:u:r:L:b:X:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:p:T:t:o:m:s:w:u:r:L:b:X:")) != -1) {
 		switch (c) {
 		case 'd': opt.dev = optarg; break;
+		case 'g': opt.gidx = (uint8_t)atoi(optarg); break;
 		case 'p': opt.port = (uint16_t)atoi(optarg); break;
 		case 'T': opt.secs = atof(optarg); break;
 		case 't':
