@@ -20,7 +20,7 @@ TEST_PKGS += nftables ethtool
 DEMO_PKGS =
 BENCH_PKGS = iperf3 gnuplot-nox ucx-utils libfabric-bin
 
-.PHONY: all build deps deps-test deps-bench configure demo check bench bench-flows bench-scale bench-delay fault-bench fuzz clean \
+.PHONY: all build deps deps-test deps-bench configure demo check bench bench-flows bench-scale bench-delay fault-bench interop fuzz clean \
 	sanitize sanitize-asan sanitize-tsan \
 	install uninstall deb
 
@@ -49,7 +49,7 @@ demo: deps
 
 check: deps-test
 	@$(MAKE) --no-print-directory build
-	cd $(BUILD) && ctest --output-on-failure --timeout 600 -j 1
+	cd $(BUILD) && $(CURDIR)/scripts/ctest-progress.sh --output-on-failure --timeout 600 -j 1
 
 bench: deps-bench
 	@$(MAKE) --no-print-directory build
@@ -72,6 +72,14 @@ bench-scale: deps-bench
 bench-delay: deps-bench
 	@$(MAKE) --no-print-directory build
 	@SRN_BUILD=$(abspath $(BUILD)) bench/delay.sh $(if $(BASE),-B $(BASE))
+
+# softrnic against Linux Soft-RoCE (rdma_rxe) in a qemu guest: both roles,
+# 1% loss each way, MTU 4096 (root; docs/interop.md). Not part of make check.
+INTEROP_PKGS = qemu-system-x86 kmod cpio
+interop:
+	@scripts/need-packages.sh $(BUILD_PKGS) ibverbs-utils perftest rdmacm-utils iproute2 $(INTEROP_PKGS)
+	@$(MAKE) --no-print-directory build
+	@SRN_BUILD=$(abspath $(BUILD)) tests/interop/run.sh
 
 # The fault tests' long mode: 256 MiB per case, one table of rates and counters (root).
 fault-bench: deps-test
