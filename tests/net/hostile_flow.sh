@@ -29,10 +29,10 @@ SOFTRNIC_DEVICES=vB=$DB timeout -k 2 120 ip netns exec "$NB" "$SOFTRNIC" run -- 
 	>"$T_TMP/client" 2>&1 &
 cpid=$!
 # the server's QPN once it is connected, from its debug log on stderr
-# ("qp N: 2 -> 3": to RTS; stdout is buffered until exit)
+# ("qp N (STATE) psn P: RTR -> RTS"; stdout is buffered until exit)
 qpn=
 for _ in $(seq 100); do
-	qpn=$(sed -n 's/.*: qp \([0-9]*\): 2 -> 3.*/\1/p' "$T_TMP/server.log" | head -1)
+	qpn=$(sed -n 's/.*: qp \([0-9]*\) ([A-Z]*) psn [0-9]*: RTR -> RTS.*/\1/p' "$T_TMP/server.log" | head -1)
 	[ -n "$qpn" ] && break
 	sleep 0.05
 done
