@@ -137,8 +137,10 @@ static int check_init_attr(struct ibv_context *context,
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
 		break;
+	case IBV_QPT_RAW_PACKET:
+		return srn_raw_qp_refusal();
 	default:
-		return EOPNOTSUPP; /* XRC, raw packet, driver QPs */
+		return EOPNOTSUPP; /* XRC, driver QPs */
 	}
 	if (!a->pd || a->pd->context != context)
 		return EINVAL;

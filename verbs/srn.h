@@ -388,6 +388,10 @@ static inline struct srn_qp *srn_qp(struct ibv_qp *q)
 	return srn_container_of(q, struct srn_qp, ex.qp_base);
 }
 
+/* Why ibv_create_qp refuses a raw packet QP: EPERM without CAP_NET_RAW
+ * (as the kernel answers for hardware), else EOPNOTSUPP (verbs/raw_qp.c). */
+int srn_raw_qp_refusal(void);
+
 /* Local QP by number, or NULL.  Takes the context lock. */
 struct srn_qp *srn_qp_lookup(struct srn_context *ctx, uint32_t qpn);
 
