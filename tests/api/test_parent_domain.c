@@ -29,7 +29,8 @@ enum { TYPES = 5, MAXBUF = 64, SZ = 3000 };
 struct acct {
 	const char *name;
 	struct ibv_pd *parent;       /* the pd alloc and free must be given */
-	int mode;                    /* 0 allocate, 1 USE_DEFAULT, 2 NULL */
+	int mode;                    /* 0 allocate, 1 USE_DEFAULT, 2 NULL,
+				      * 3 misaligned by one byte */
 	int allocs[TYPES], frees[TYPES], calls;
 	void *ptr[MAXBUF];
 	uint64_t type[MAXBUF];
@@ -52,8 +53,10 @@ static void *my_alloc(struct ibv_pd *pd, void *pd_context, size_t size, size_t a
 		return IBV_ALLOCATOR_USE_DEFAULT;
 	if (a->mode == 2)
 		return NULL;
-	if (a->live == MAXBUF || posix_memalign(&p, align < 64 ? 64 : align, size))
+	if (a->live == MAXBUF || posix_memalign(&p, align < 64 ? 64 : align, size + 1))
 		return NULL;
+	if (a->mode == 3)
+		p = (char *)p + 1;
 	memset(p, 0xa5, size); /* softrnic must not rely on zeroes from us */
 	a->ptr[a->live] = p;
 	a->type[a->live++] = type;
@@ -74,7 +77,7 @@ static void my_free(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t typ
 			a->frees[type & 0xffffffff]++;
 		a->ptr[i] = a->ptr[--a->live];
 		a->type[i] = a->type[a->live];
-		free(ptr);
+		free(a->mode == 3 ? (char *)ptr - 1 : ptr);
 		return;
 	}
 	a->bad++; /* never allocated here */
@@ -175,16 +178,18 @@ static struct ibv_qp *plain_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp
 	return ibv_create_qp(pd, &ia);
 }
 
-/* The other allocator answers: USE_DEFAULT (asked, nothing to free) and
- * NULL (ENOMEM). */
+/* The other allocator answers: USE_DEFAULT (asked, nothing to free),
+ * NULL (ENOMEM), misaligned memory (ENOMEM, given back). */
 static void other_answers(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq)
 {
 	struct acct def = { .name = "default", .mode = 1 }, fail = { .name = "fail", .mode = 2 };
 	struct ibv_pd *pdef = parent_new(ctx, pd, NULL, &def);
+	struct acct mis = { .name = "misaligned", .mode = 3 };
 	struct ibv_pd *pfail = parent_new(ctx, pd, NULL, &fail);
+	struct ibv_pd *pmis = parent_new(ctx, pd, NULL, &mis);
 	struct ibv_qp *qp;
 
-	CHECK(pdef && pfail, "parents");
+	CHECK(pdef && pfail && pmis, "parents");
 	qp = plain_qp(pdef, cq, IBV_QPT_RC);
 	CHECK(qp && def.calls > 0 && !def.bad, "USE_DEFAULT: QP made, alloc asked %d times", def.calls);
 	if (qp)
@@ -195,8 +200,17 @@ static void other_answers(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv
 	CHECK(!qp && errno == ENOMEM && fail.calls > 0, "alloc NULL: create_qp ENOMEM (%d)", errno);
 	if (qp)
 		ibv_destroy_qp(qp);
-	CHECK(!ibv_dealloc_pd(pdef) && !ibv_dealloc_pd(pfail), "dealloc parents");
-	printf("USE_DEFAULT asked %d times, nothing freed; NULL -> ENOMEM\n", def.calls);
+	errno = 0;
+	qp = plain_qp(pmis, cq, IBV_QPT_RC);
+	CHECK(!qp && errno == ENOMEM && mis.allocs[1] == 1 && mis.frees[1] == 1 && !mis.live &&
+	      !mis.bad, "misaligned: create_qp ENOMEM (%d), buffer given back (%d/%d)", errno,
+	      mis.allocs[1], mis.frees[1]);
+	if (qp)
+		ibv_destroy_qp(qp);
+	CHECK(!ibv_dealloc_pd(pdef) && !ibv_dealloc_pd(pfail) && !ibv_dealloc_pd(pmis),
+	      "dealloc parents");
+	printf("USE_DEFAULT asked %d times, nothing freed; NULL -> ENOMEM; misaligned -> "
+	       "ENOMEM, freed\n", def.calls);
 }
 
 static struct ibv_qp *rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq)
