@@ -3,6 +3,7 @@
  * searches by QPN for every incoming packet.  modify_qp is qp_state.c,
  * posting is qp_post.c and qp_wr.c. */
 #include "verbs/datapath.h"
+#include "verbs/pd_buf.h"
 #include "verbs/shared_rings.h"
 #include "verbs/export.h"
 
@@ -136,8 +137,10 @@ static int check_init_attr(struct ibv_context *context,
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
 		break;
+	case IBV_QPT_RAW_PACKET:
+		return srn_raw_qp_refusal();
 	default:
-		return EOPNOTSUPP; /* XRC, raw packet, driver QPs */
+		return EOPNOTSUPP; /* XRC, driver QPs */
 	}
 	if (!a->pd || a->pd->context != context)
 		return EINVAL;
@@ -162,9 +165,11 @@ static void qp_free(struct srn_qp *qp)
 	pthread_cond_destroy(&qp->ex.qp_base.cond);
 	pthread_mutex_destroy(&qp->ex.qp_base.mutex);
 	pthread_mutex_destroy(&qp->lock);
-	free(qp->sq.wqe);
+	if (!srn_pd_buf_free(&qp->sq_buf, qp->sq.wqe))
+		free(qp->sq.wqe);
 	if (qp->rqs)
-		srn_rings_free(qp->rqs, srn_rq_ring_bytes(qp->rq.max_wr), qp->rq_share);
+		srn_rings_free_pd(&qp->rq_buf, qp->rqs, srn_rq_ring_bytes(qp->rq.max_wr),
+				  qp->rq_share);
 	if (qp->srq_hdr) {
 		atomic_store(&qp->srq_hdr->open, 0);
 		srn_rings_free(qp->srq_hdr, srn_rq_ring_bytes(0), qp->srq_hdr_share);
@@ -230,8 +235,9 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		qp->rq.max_sge = a->cap.max_recv_sge;
 		/* a ring a same-host peer can take from (verbs/shared_rings.h)
 		 * when its receive CQ is one the peer can complete into */
-		qp->rqs = srn_rings_alloc(peer_completes(a) ? srn_ctx(context) : NULL,
-					  srn_rq_ring_bytes(qp->rq.max_wr), &qp->rq_share);
+		qp->rqs = srn_rings_alloc_pd(peer_completes(a) ? srn_ctx(context) : NULL, a->pd,
+					     SRN_RES_TYPE_QP_RQ, srn_rq_ring_bytes(qp->rq.max_wr),
+					     &qp->rq_share, &qp->rq_buf);
 		if (qp->rqs) {
 			qp->rqs->magic = SRN_RINGS_MAGIC;
 			qp->rqs->max_wr = qp->rq.max_wr;
@@ -239,7 +245,10 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 			qp->rq.wqe = qp->rqs->wqe;
 		}
 	}
-	qp->sq.wqe = calloc(qp->sq.max_wr, sizeof(struct srn_send_wqe));
+	qp->sq.wqe = srn_pd_buf_alloc(a->pd, SRN_RES_TYPE_QP_SQ,
+				      qp->sq.max_wr * sizeof(struct srn_send_wqe), 64, &qp->sq_buf);
+	if (qp->sq.wqe == IBV_ALLOCATOR_USE_DEFAULT)
+		qp->sq.wqe = calloc(qp->sq.max_wr, sizeof(struct srn_send_wqe));
 	if (!qp->sq.wqe || (!a->srq && !qp->rq.wqe)) {
 		qp_free(qp);
 		errno = ENOMEM;
