@@ -35,7 +35,7 @@ enum {
 	IWARP_MPA_F_MARKERS = 0x80,  /* M: the sender wants markers */
 	IWARP_MPA_F_CRC = 0x40,      /* C: the sender wants CRC32c */
 	IWARP_MPA_F_REJECT = 0x20,   /* R: reply only, connection refused */
-	IWARP_MPA_F_ENHANCED = 0x10, /* siw sets it with rev 2 (IRD/ORD follow) */
+	IWARP_MPA_F_ENHANCED = 0x10, /* siw: rev 2 and IRD/ORD follow */
 	IWARP_MPA_F_GSO_EXP = 0x08,  /* siw's private experiment; ignored */
 };
 
@@ -51,7 +51,8 @@ struct iwarp_mpa_rr {
 	bool reply;             /* key "Rep" (else "Req") */
 	uint8_t flags;          /* byte 16 as received (IWARP_MPA_F_*) */
 	uint8_t rev;            /* 1, or 2 for enhanced setup */
-	bool v2;                /* IRD/ORD words present (rev 2) */
+	bool v2;                /* IRD/ORD words present: rev 2 with the
+				 * ENHANCED flag (encode sets the flag) */
 	uint16_t ird, ord;      /* 14-bit values */
 	bool p2p, zero_rtr, write_rtr, read_rtr;
 	const uint8_t *pdata;   /* the ULP's private data (after IRD/ORD) */
@@ -60,8 +61,9 @@ struct iwarp_mpa_rr {
 
 /* Decodes one MPA request or reply at the start of buf.  *frame_len gets
  * the bytes it spans (header + private data).  -EAGAIN until all of it is
- * there; -EPROTO for a wrong key, a revision other than 1 or 2, or rev 2
- * without room for IRD/ORD; -EMSGSIZE for private data over 512 bytes. */
+ * there; -EPROTO for a wrong key, a revision other than 1 or 2, or
+ * IRD/ORD announced without room for them; -EMSGSIZE for private data
+ * over 512 bytes. */
 int iwarp_mpa_rr_decode(const uint8_t *buf, size_t len, struct iwarp_mpa_rr *rr,
 			size_t *frame_len);
 

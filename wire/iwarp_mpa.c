@@ -48,7 +48,8 @@ int iwarp_mpa_rr_decode(const uint8_t *buf, size_t len, struct iwarp_mpa_rr *rr,
 	if (len < IWARP_MPA_RR_HDR_LEN + (size_t)pd_len)
 		return -EAGAIN;
 	pd = buf + IWARP_MPA_RR_HDR_LEN;
-	if (rr->rev == 2) {
+	/* siw reads IRD/ORD only when the flag says they are there */
+	if (rr->rev == 2 && (rr->flags & IWARP_MPA_F_ENHANCED)) {
 		uint16_t ird, ord;
 
 		if (pd_len < IWARP_MPA_V2_LEN)
@@ -73,17 +74,18 @@ int iwarp_mpa_rr_decode(const uint8_t *buf, size_t len, struct iwarp_mpa_rr *rr,
 
 int iwarp_mpa_rr_encode(uint8_t *buf, size_t cap, const struct iwarp_mpa_rr *rr)
 {
-	size_t v2 = rr->rev == 2 ? IWARP_MPA_V2_LEN : 0;
+	size_t v2 = rr->v2 ? IWARP_MPA_V2_LEN : 0;
 	size_t pd_len = v2 + rr->pdata_len;
 	uint8_t *p;
 
-	if ((rr->rev != 1 && rr->rev != 2) || (rr->pdata_len && !rr->pdata) ||
+	if ((rr->rev != 1 && rr->rev != 2) || (rr->v2 && rr->rev != 2) ||
+	    (rr->pdata_len && !rr->pdata) ||
 	    rr->ird > IWARP_MPA_IRD_ORD_MAX || rr->ord > IWARP_MPA_IRD_ORD_MAX)
 		return -EINVAL;
 	if (pd_len > IWARP_MPA_PD_MAX || cap < IWARP_MPA_RR_HDR_LEN + pd_len)
 		return -EMSGSIZE;
 	memcpy(buf, rr->reply ? iwarp_mpa_key_rep : iwarp_mpa_key_req, IWARP_MPA_KEY_LEN);
-	buf[16] = rr->flags;
+	buf[16] = (uint8_t)(rr->flags | (rr->v2 ? IWARP_MPA_F_ENHANCED : 0));
 	buf[17] = rr->rev;
 	put16(buf + 18, (uint16_t)pd_len);
 	p = buf + IWARP_MPA_RR_HDR_LEN;

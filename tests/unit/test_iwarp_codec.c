@@ -21,7 +21,7 @@ static const uint8_t mpa_req_v2[] = {
 
 static const uint8_t mpa_rep_v2[] = {
 	'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R', 'e', 'p', ' ', 'F', 'r', 'a', 'm', 'e',
-	0x40, 0x02, 0x00, 0x04, /* C, rev 2 */
+	0x50, 0x02, 0x00, 0x04, /* C | ENHANCED, rev 2 */
 	0x00, 0x08, 0x00, 0x04, /* IRD 8, ORD 4, no RTR */
 };
 
@@ -153,6 +153,9 @@ static void test_mpa_vectors(void)
 		m[17] = 2;
 		m[19] = 2; /* rev 2 with room for half of IRD/ORD */
 		T_OK(iwarp_mpa_rr_decode(m, sizeof(m), &rr, &fl) == -EPROTO, "rev 2 without IRD/ORD");
+		m[16] &= (uint8_t)~IWARP_MPA_F_ENHANCED; /* as siw: no flag, no IRD/ORD */
+		T_OK(iwarp_mpa_rr_decode(m, sizeof(m), &rr, &fl) == 0 && rr.rev == 2 && !rr.v2 &&
+		     rr.pdata_len == 2, "rev 2 without the ENHANCED flag: plain private data");
 		m[18] = 0x02;
 		m[19] = 0x01; /* 513 */
 		T_OK(iwarp_mpa_rr_decode(m, sizeof(m), &rr, &fl) == -EMSGSIZE, "513 bytes of pdata");
@@ -163,7 +166,7 @@ static void test_mpa_vectors(void)
 	/* encoder limits */
 	{
 		static uint8_t big[IWARP_MPA_PD_MAX];
-		struct iwarp_mpa_rr e = { .rev = 2, .pdata = big,
+		struct iwarp_mpa_rr e = { .rev = 2, .v2 = true, .pdata = big,
 					  .pdata_len = IWARP_MPA_PD_MAX - 3 };
 		uint8_t buf[IWARP_MPA_RR_HDR_LEN + IWARP_MPA_PD_MAX];
 
