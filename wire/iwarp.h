@@ -101,6 +101,10 @@ static inline size_t iwarp_fpdu_total(size_t ulpdu_len)
 /* CRC32c (Castagnoli, reflected, ~0 in and out) of buf, the value whose
  * little-endian bytes MPA sends (RFC 3720 B.4 shows them in that order). */
 uint32_t iwarp_crc32c(const uint8_t *buf, size_t len);
+/* The same over pieces: state starts at IWARP_CRC32C_INIT, the CRC is
+ * ~state after the last piece. */
+#define IWARP_CRC32C_INIT 0xffffffffu
+uint32_t iwarp_crc32c_update(uint32_t state, const uint8_t *buf, size_t len);
 
 /* Frames an FPDU in place: the ULPDU of ulpdu_len bytes is already at
  * buf + 2.  Writes the length, zero pad and the CRC (0 without crc).

@@ -120,10 +120,8 @@ int iwarp_mpa_marker_decode(const uint8_t *buf, size_t len, uint16_t *fpduptr)
 
 /* ---- FPDUs ------------------------------------------------------------- */
 
-uint32_t iwarp_crc32c(const uint8_t *buf, size_t len)
+uint32_t iwarp_crc32c_update(uint32_t c, const uint8_t *buf, size_t len)
 {
-	uint32_t c = 0xffffffffu;
-
 	/* isa-l takes an int length: feed it in pieces below 2 GiB. */
 	while (len) {
 		size_t n = len > (1u << 30) ? (1u << 30) : len;
@@ -132,7 +130,12 @@ uint32_t iwarp_crc32c(const uint8_t *buf, size_t len)
 		buf += n;
 		len -= n;
 	}
-	return ~c;
+	return c;
+}
+
+uint32_t iwarp_crc32c(const uint8_t *buf, size_t len)
+{
+	return ~iwarp_crc32c_update(IWARP_CRC32C_INIT, buf, len);
 }
 
 static void put_le32(uint8_t *p, uint32_t v)
