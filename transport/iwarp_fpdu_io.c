@@ -111,13 +111,13 @@ int srn_iw_read_all(int fd, void *buf, size_t n, int64_t deadline)
 	return 0;
 }
 
-/* One FPDU: length, the segment's headers, payload, pad, CRC. */
-static int send_fpdu(struct srn_iw_conn *c, const struct iwarp_hdr *h, const uint8_t *payload,
-		     size_t len, int64_t deadline)
+/* One FPDU: length, the segment's headers, the payload pieces, pad, CRC. */
+static int send_fpdu(struct srn_iw_conn *c, const struct iwarp_hdr *h, const struct iovec *pl,
+		     int npl, size_t len, int64_t deadline)
 {
 	uint8_t head[IWARP_FPDU_LEN_BYTES + IWARP_UNTAGGED_HDR_LEN + IWARP_READ_REQ_LEN + 64];
 	uint8_t trailer[3 + IWARP_FPDU_CRC_LEN] = { 0 };
-	struct iovec iov[3];
+	struct iovec iov[SRN_IW_SEG_IOV_MAX + 2];
 	size_t ulpdu, pad;
 	uint32_t crc = 0;
 	int n = iwarp_hdr_encode(head + IWARP_FPDU_LEN_BYTES, sizeof(head) - IWARP_FPDU_LEN_BYTES, h);
@@ -125,59 +125,101 @@ static int send_fpdu(struct srn_iw_conn *c, const struct iwarp_hdr *h, const uin
 	if (n < 0)
 		return n;
 	ulpdu = (size_t)n + len;
-	if (ulpdu > 0xffff)
+	if (ulpdu > 0xffff || npl > SRN_IW_SEG_IOV_MAX)
 		return -EMSGSIZE;
 	pad = iwarp_fpdu_pad(ulpdu);
 	head[0] = (uint8_t)(ulpdu >> 8);
 	head[1] = (uint8_t)ulpdu;
+	iov[0] = (struct iovec){ head, IWARP_FPDU_LEN_BYTES + (size_t)n };
 	if (c->crc) {
-		uint32_t st = iwarp_crc32c_update(IWARP_CRC32C_INIT, head,
-						  IWARP_FPDU_LEN_BYTES + (size_t)n);
+		uint32_t st = iwarp_crc32c_update(IWARP_CRC32C_INIT, head, iov[0].iov_len);
 
-		st = iwarp_crc32c_update(st, payload, len);
+		for (int i = 0; i < npl; i++)
+			st = iwarp_crc32c_update(st, pl[i].iov_base, pl[i].iov_len);
 		crc = ~iwarp_crc32c_update(st, trailer, pad);
 	}
 	for (int i = 0; i < 4; i++) /* least significant byte first */
 		trailer[pad + (size_t)i] = (uint8_t)(crc >> (8 * i));
-	iov[0] = (struct iovec){ head, IWARP_FPDU_LEN_BYTES + (size_t)n };
-	iov[1] = (struct iovec){ (void *)payload, len };
-	iov[2] = (struct iovec){ trailer, pad + IWARP_FPDU_CRC_LEN };
-	return writev_all(c->fd, iov, 3, deadline);
+	if (npl)
+		memcpy(iov + 1, pl, (size_t)npl * sizeof(*pl));
+	iov[npl + 1] = (struct iovec){ trailer, pad + IWARP_FPDU_CRC_LEN };
+	return writev_all(c->fd, iov, npl + 2, deadline);
+}
+
+/* The next up to room bytes of the source list, as pieces; advances
+ * (*idx, *off) past them.  Returns the piece count, *len their bytes. */
+static int take_pieces(const struct iovec *src, int cnt, int *idx, size_t *off, size_t room,
+		       struct iovec *out, size_t *len)
+{
+	int n = 0;
+
+	*len = 0;
+	while (*idx < cnt && room && n < SRN_IW_SEG_IOV_MAX) {
+		size_t avail = src[*idx].iov_len - *off, k = avail < room ? avail : room;
+
+		if (k) {
+			out[n++] = (struct iovec){ (uint8_t *)src[*idx].iov_base + *off, k };
+			*len += k;
+			room -= k;
+			*off += k;
+		}
+		if (*off == src[*idx].iov_len) {
+			(*idx)++;
+			*off = 0;
+		}
+	}
+	return n;
+}
+
+int srn_iw_send_message_iov(struct srn_iw_conn *c, const struct iwarp_hdr *h,
+			    const struct iovec *iov, int iovcnt, int timeout_ms)
+{
+	int64_t deadline = srn_iw_deadline(timeout_ms);
+	bool tagged = iwarp_op_tagged(h->opcode);
+	size_t hdr = tagged ? IWARP_TAGGED_HDR_LEN : IWARP_UNTAGGED_HDR_LEN;
+	size_t room = c->mulpdu - hdr, total = 0, off = 0, poff = 0;
+	struct iwarp_hdr s = *h;
+	int idx = 0;
+
+	if (h->opcode >= IWARP_OP_COUNT || iovcnt < 0 || (iovcnt && !iov))
+		return -EINVAL;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return -EINVAL;
+		total += iov[i].iov_len;
+	}
+	if (h->opcode == IWARP_OP_READ_REQ || h->opcode == IWARP_OP_TERMINATE) {
+		s.last = true;
+		return send_fpdu(c, &s, NULL, 0, 0, deadline);
+	}
+	if (!tagged && (uint64_t)h->mo + total > UINT32_MAX)
+		return -EMSGSIZE; /* MO is 32 bits */
+	do { /* a zero-length message is one empty segment */
+		struct iovec pl[SRN_IW_SEG_IOV_MAX];
+		size_t n;
+		int np = take_pieces(iov, iovcnt, &idx, &poff, room, pl, &n), rc;
+
+		s.last = off + n == total;
+		if (tagged)
+			s.to = h->to + off;
+		else
+			s.mo = h->mo + (uint32_t)off;
+		rc = send_fpdu(c, &s, pl, np, n, deadline);
+		if (rc)
+			return rc;
+		off += n;
+	} while (off < total);
+	return 0;
 }
 
 int srn_iw_send_message(struct srn_iw_conn *c, const struct iwarp_hdr *h,
 			const void *payload, size_t len, int timeout_ms)
 {
-	int64_t deadline = srn_iw_deadline(timeout_ms);
-	bool tagged = iwarp_op_tagged(h->opcode);
-	size_t hdr = tagged ? IWARP_TAGGED_HDR_LEN : IWARP_UNTAGGED_HDR_LEN;
-	size_t room = c->mulpdu - hdr, off = 0;
-	const uint8_t *p = payload;
-	struct iwarp_hdr s = *h;
+	struct iovec one = { (void *)payload, len };
 
-	if (h->opcode >= IWARP_OP_COUNT || (len && !payload))
+	if (len && !payload)
 		return -EINVAL;
-	if (h->opcode == IWARP_OP_READ_REQ || h->opcode == IWARP_OP_TERMINATE) {
-		s.last = true;
-		return send_fpdu(c, &s, NULL, 0, deadline);
-	}
-	if (!tagged && (uint64_t)h->mo + len > UINT32_MAX)
-		return -EMSGSIZE; /* MO is 32 bits */
-	do { /* a zero-length message is one empty segment */
-		size_t n = len - off < room ? len - off : room;
-		int rc;
-
-		s.last = off + n == len;
-		if (tagged)
-			s.to = h->to + off;
-		else
-			s.mo = h->mo + (uint32_t)off;
-		rc = send_fpdu(c, &s, p + off, n, deadline);
-		if (rc)
-			return rc;
-		off += n;
-	} while (off < len);
-	return 0;
+	return srn_iw_send_message_iov(c, h, &one, len ? 1 : 0, timeout_ms);
 }
 
 int srn_iw_recv_segment(struct srn_iw_conn *c, struct iwarp_hdr *h,

@@ -78,6 +78,13 @@ int srn_iw_mpa_respond(struct srn_iw_conn *c, const struct iwarp_mpa_rr *req,
  * Requests and Terminates go whole, in one FPDU. */
 int srn_iw_send_message(struct srn_iw_conn *c, const struct iwarp_hdr *h,
 			const void *payload, size_t len, int timeout_ms);
+/* The same gathering the payload from iov (a work request's SGEs); a
+ * segment takes at most SRN_IW_SEG_IOV_MAX pieces, so many tiny pieces
+ * make shorter segments. */
+#define SRN_IW_SEG_IOV_MAX 32
+struct iovec;
+int srn_iw_send_message_iov(struct srn_iw_conn *c, const struct iwarp_hdr *h,
+			    const struct iovec *iov, int iovcnt, int timeout_ms);
 
 /* Reads the next FPDU and decodes its DDP segment into h; h->payload
  * points into c->rx and is good until the next call.  -EPROTO with *err

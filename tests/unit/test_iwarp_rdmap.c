@@ -1,11 +1,15 @@
-/* The RDMAP receive rules (transport/iwarp_rx.h) against a fake QP: a
- * region table and a queue of posted receives.  Segments come from the
+/* The RDMAP receive rules (transport/iwarp_rx.h) and send side
+ * (transport/iwarp_tx.h) against fake QPs: a region table and a queue
+ * of posted receives each.  Segments come from the
  * real sender path (srn_iw_send_message cuts, the decoder reads back)
  * over a socketpair, so what is checked is what a peer's stream does:
  * a Send in pieces placed by MO and completed once, Send with
  * Invalidate, Writes, a Read Request within IRD and one beyond, Read
  * Responses with and without a Read outstanding, out-of-order MSN and
- * MO, no receive posted, a Write outside its region, a Terminate. */
+ * MO, no receive posted, a Write outside its region, a Terminate; then
+ * the send side between two such QPs: siw's work request opcodes, a
+ * Send gathered from SGEs, a Write of many tiny SGEs, a Read answered
+ * by the peer's Read Response, ORD holding a second Read back. */
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -14,6 +18,9 @@
 #include "tests/lib/t_util.h"
 #include "transport/iwarp_rx.h"
 #include "transport/iwarp_tcp.h"
+#include "transport/iwarp_tx.h"
+
+#include <sys/uio.h>
 
 #define TMO 2000
 
@@ -100,35 +107,132 @@ static void terminated(void *q, const struct iwarp_hdr *h)
 static const struct srn_iw_rx_ops ops = { place_send, place_tagged, send_done, read_request,
 					  read_done, terminated };
 
+/* A is the sending end of the rule tests (tx, socket sv[0]), B the
+ * receiving one (rx, sv[1]); the send-side tests use both ways. */
 static struct srn_iw_conn tx, rx;
 static int last_segs; /* segments the last message became */
-static struct srn_iw_rx st;
-static struct fake_qp qp;
+static struct srn_iw_rx st, st_a;
+static struct fake_qp qp, qp_a;
 
-/* Sends one message through the real sender; applies every segment it
- * became.  Returns the first non-zero rule answer (or 0). */
-static int deliver(const struct iwarp_hdr *h, const void *data, size_t len,
-		   struct iwarp_term_code *err)
+/* Reads the segments of one message on conn (until its L segment, at
+ * most max) and applies them to (s, q).  The first non-zero rule answer
+ * (or 0); -2000 if the stream failed. */
+static int apply_message(struct srn_iw_conn *conn, struct srn_iw_rx *s, struct fake_qp *q,
+			 int max, struct iwarp_term_code *err)
 {
-	int segs = (int)(len / 400) + 2, rc = 0; /* mulpdu 400: an upper bound */
+	int rc = 0;
 
-	if (srn_iw_send_message(&tx, h, data, len, TMO))
-		return -1000;
-	/* read until the L segment of this message */
 	last_segs = 0;
-	for (int i = 0; i < segs; i++) {
-		struct iwarp_hdr s;
-		int r = srn_iw_recv_segment(&rx, &s, err, TMO);
+	for (int i = 0; i < max; i++) {
+		struct iwarp_hdr h;
 
-		if (r)
+		if (srn_iw_recv_segment(conn, &h, err, TMO))
 			return -2000;
 		last_segs++;
 		if (!rc)
-			rc = srn_iw_rx_segment(&st, &ops, &qp, &s, err);
-		if (s.last)
+			rc = srn_iw_rx_segment(s, &ops, q, &h, err);
+		if (h.last)
 			break;
 	}
 	return rc;
+}
+
+/* Sends one message from A through the real sender; B applies it. */
+static int deliver(const struct iwarp_hdr *h, const void *data, size_t len,
+		   struct iwarp_term_code *err)
+{
+	if (srn_iw_send_message(&tx, h, data, len, TMO))
+		return -1000;
+	return apply_message(&rx, &st, &qp, (int)(len / 400) + 2, err);
+}
+
+/* ---- the send side -------------------------------------------------- */
+
+static uint8_t src[6000];
+
+static void test_tx(void)
+{
+	static const enum ibv_wr_opcode ok_ops[] = { IBV_WR_SEND, IBV_WR_SEND_WITH_INV,
+						     IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ };
+	static const enum ibv_wr_opcode bad_ops[] = {
+		IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND_WITH_IMM, IBV_WR_ATOMIC_CMP_AND_SWP,
+		IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_TSO,
+		IBV_WR_DRIVER1, IBV_WR_ATOMIC_WRITE,
+	};
+	struct srn_iw_tx ta, tb;
+	struct iwarp_term_code err;
+	struct iovec iov[45];
+	struct iwarp_hdr req;
+	int good = 0, rc;
+
+	for (size_t i = 0; i < sizeof(ok_ops) / sizeof(ok_ops[0]); i++)
+		good += srn_iw_wr_opcode_check(ok_ops[i]) == 0;
+	for (size_t i = 0; i < sizeof(bad_ops) / sizeof(bad_ops[0]); i++)
+		good += srn_iw_wr_opcode_check(bad_ops[i]) == EINVAL;
+	T_OK(good == (int)(sizeof(ok_ops) / sizeof(ok_ops[0]) + sizeof(bad_ops) / sizeof(bad_ops[0])),
+	     "SEND, SEND_WITH_INV, WRITE, READ taken; immediate, atomics, LOCAL_INV, BIND_MW, "
+	     "TSO: EINVAL");
+
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 13 + 5);
+	memset(&qp, 0, sizeof(qp));
+	srn_iw_rx_init(&st, 2);
+	srn_iw_rx_init(&st_a, 2);
+	srn_iw_tx_init(&ta, 1);
+	srn_iw_tx_init(&tb, 2);
+	qp.recv_posted = 2;
+
+	/* a Send gathered from four SGEs, one empty; then a second Send
+	 * (MSN 2: B's rules refuse anything else) */
+	iov[0] = (struct iovec){ src, 1 };
+	iov[1] = (struct iovec){ src + 1, 0 };
+	iov[2] = (struct iovec){ src + 1, 1500 };
+	iov[3] = (struct iovec){ src + 1501, 7 };
+	rc = srn_iw_tx_send(&tx, &ta, true, true, 0x77, iov, 4, TMO);
+	rc = rc ? rc : apply_message(&rx, &st, &qp, 10, &err);
+	T_OK(rc == 0 && qp.sends_done == 1 && qp.last_len == 1508 &&
+	     qp.last_op == IWARP_OP_SEND_SE_INV && qp.last_inval == 0x77 &&
+	     !memcmp(qp.recv[0], src, 1508), "Send with SE and Invalidate from 4 SGEs (%d)", rc);
+	rc = srn_iw_tx_send(&tx, &ta, false, false, 0x77, iov + 2, 1, TMO);
+	rc = rc ? rc : apply_message(&rx, &st, &qp, 10, &err);
+	T_OK(rc == 0 && qp.sends_done == 2 && qp.last_op == IWARP_OP_SEND && qp.last_inval == 0,
+	     "a second Send carries MSN 2 and no STag (%d)", rc);
+
+	/* a Write of 40 one-byte SGEs and one of 3000: a segment takes at
+	 * most SRN_IW_SEG_IOV_MAX pieces */
+	for (int i = 0; i < 40; i++)
+		iov[i] = (struct iovec){ src + i, 1 };
+	iov[40] = (struct iovec){ src + 40, 3000 };
+	rc = srn_iw_tx_write(&tx, 0x100, 100, iov, 41, TMO);
+	rc = rc ? rc : apply_message(&rx, &st, &qp, 20, &err);
+	T_OK(rc == 0 && !memcmp(qp.region + 100, src, 3040),
+	     "Write of 41 SGEs placed whole, in %d segments (%d)", last_segs, rc);
+	T_OK(last_segs == 1 + (3040 - SRN_IW_SEG_IOV_MAX + 400 - IWARP_TAGGED_HDR_LEN - 1) /
+			      (400 - IWARP_TAGGED_HDR_LEN),
+	     "the first segment stopped at %d pieces", SRN_IW_SEG_IOV_MAX);
+
+	/* A reads 5000 bytes of B's region into its sink; B answers */
+	memcpy(qp.region, src, 5000);
+	rc = srn_iw_tx_read(&tx, &ta, &st_a, 0x200, 0, 4096, 0x100, 0, TMO);
+	T_OK(rc == 0 && st_a.orq_out == 1, "Read Request sent, one Read outstanding");
+	T_OK(srn_iw_tx_read(&tx, &ta, &st_a, 0x200, 0, 4096, 0x100, 0, TMO) == -EAGAIN,
+	     "a second Read waits: ORD 1");
+	memset(&req, 0, sizeof(req));
+	rc = srn_iw_recv_segment(&rx, &req, &err, TMO);
+	rc = rc ? rc : srn_iw_rx_segment(&st, &ops, &qp, &req, &err);
+	T_OK(rc == 0 && qp.reads_requested == 1 && st.irq_used == 1 && req.src_stag == 0x100,
+	     "B: the Read Request within its IRD (%d)", rc);
+	rc = srn_iw_tx_read_response(&rx, &st, &req, qp.region + req.src_to, TMO);
+	T_OK(rc == 0 && st.irq_used == 0, "B: Read Response sent, IRD slot free");
+	memset(qp_a.sink, 0, sizeof(qp_a.sink));
+	rc = apply_message(&tx, &st_a, &qp_a, 20, &err);
+	T_OK(rc == 0 && qp_a.reads_done == 1 && st_a.orq_out == 0 &&
+	     !memcmp(qp_a.sink, src, 4096), "A: 4096 bytes placed in its sink, Read done (%d)", rc);
+	T_OK(srn_iw_tx_read(&tx, &ta, &st_a, 0x200, 0, 16, 0x100, 0, TMO) == 0,
+	     "then the next Read goes out (MSN 2)");
+	rc = srn_iw_recv_segment(&rx, &req, &err, TMO);
+	rc = rc ? rc : srn_iw_rx_segment(&st, &ops, &qp, &req, &err);
+	T_OK(rc == 0 && req.msn == 2, "B takes it in sequence");
 }
 
 int main(void)
@@ -210,6 +314,7 @@ int main(void)
 					  .term = { IWARP_LAYER_RDMAP, 1, 0 } }, NULL, 0, &err);
 	T_OK(rc == 1 && qp.terms == 1, "Terminate reported");
 
+	test_tx();
 	srn_iw_conn_fini(&tx);
 	srn_iw_conn_fini(&rx);
 	close(sv[0]);
