@@ -5,9 +5,10 @@
  *
  * SOFTRNIC_DEVICES overrides discovery: a comma-separated list of IFNAME or
  * IFNAME=DEVNAME, e.g. "lo,eth0=rnic0".  Only the listed interfaces become
- * devices, in that order, optionally renamed.  IFNAME:iwarp makes an iWARP
- * RNIC instead, named srn_iw_IFNAME (verbs/iwarp_dev.c).  A listed interface that is
- * not up with an address is skipped with a one-line warning on stderr.
+ * devices, in that order, optionally renamed.  IFNAME:iwarp makes an
+ * iWARP RNIC instead, named srn_iw_IFNAME (verbs/iwarp_dev.c).  A listed
+ * interface that is not up with an address is skipped with a one-line
+ * warning on stderr.
  * Unset or empty means automatic discovery.
  */
 #include "verbs/srn.h"
