@@ -142,6 +142,9 @@ static int check_init_attr(struct ibv_context *context,
 	default:
 		return EOPNOTSUPP; /* XRC, driver QPs */
 	}
+	/* iWARP has RC only, as siw; and no RC path over TCP yet */
+	if (srn_ctx(context)->dev->iwarp)
+		return EOPNOTSUPP;
 	if (!a->pd || a->pd->context != context)
 		return EINVAL;
 	if (!a->send_cq || a->send_cq->context != context)

@@ -68,6 +68,9 @@ struct srn_device {
 	 * (transport/link_watch.c): 0 = not watched (loopback, no netlink):
 	 * active; else enum ibv_port_state | phys_state << 8. */
 	_Atomic uint16_t port_link;
+	bool iwarp;                  /* an iWARP RNIC (IFNAME:iwarp), verbs/iwarp_dev.c */
+	uint8_t guid_mac[6];         /* the MAC node_guid derives from (made up
+				      * when the interface has none) */
 };
 
 static inline struct srn_device *srn_dev(struct ibv_device *d)
