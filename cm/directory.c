@@ -73,14 +73,14 @@ static void dir_unlock(void)
 	pthread_mutex_unlock(&dir_mutex);
 }
 
-static bool ip_overlap(const uint8_t a[4], const uint8_t b[4])
+/* Two binds clash on a port when their addresses are equal or either is
+ * a wildcard of either family (Linux's rdma_cm port check). */
+static bool ip_overlap(const uint8_t a[16], const uint8_t b[16])
 {
-	static const uint8_t any[4];
-
-	return !memcmp(a, b, 4) || !memcmp(a, any, 4) || !memcmp(b, any, 4);
+	return !memcmp(a, b, 16) || net_cmdir_ip_any(a) || net_cmdir_ip_any(b);
 }
 
-static bool port_taken(uint16_t ps, const uint8_t ip[4], uint16_t port, bool reuse)
+static bool port_taken(uint16_t ps, const uint8_t ip[16], uint16_t port, bool reuse)
 {
 	for (int i = 0; i < NET_CMDIR_BINDS; i++) {
 		struct net_cmdir_bind *b = &dir->binds[i];
@@ -101,7 +101,7 @@ static bool port_taken(uint16_t ps, const uint8_t ip[4], uint16_t port, bool reu
 	return false;
 }
 
-int cm_dir_bind(uint16_t ps, const uint8_t ip[4], uint16_t *port, bool reuse)
+int cm_dir_bind(uint16_t ps, const uint8_t ip[16], uint16_t *port, bool reuse)
 {
 	int slot = -1, ret;
 
@@ -141,7 +141,7 @@ int cm_dir_bind(uint16_t ps, const uint8_t ip[4], uint16_t *port, bool reuse)
 	}
 	dir->binds[slot] = (struct net_cmdir_bind){ .owner = dir_me, .ps = ps, .port = *port,
 					      .reuse = reuse, .netns = dir_ns };
-	memcpy(dir->binds[slot].ip, ip, 4);
+	memcpy(dir->binds[slot].ip, ip, 16);
 	ret = slot;
 out:
 	dir_unlock();
@@ -187,7 +187,7 @@ int cm_dir_listen(int slot, uint16_t gsi_port)
 	return ret;
 }
 
-uint16_t cm_dir_lookup(uint16_t ps, const uint8_t ip[4], uint16_t port)
+uint16_t cm_dir_lookup(uint16_t ps, const uint8_t ip[16], uint16_t port)
 {
 	uint16_t found = 0;
 
@@ -197,11 +197,11 @@ uint16_t cm_dir_lookup(uint16_t ps, const uint8_t ip[4], uint16_t port)
 		struct net_cmdir_bind *b = &dir->binds[i];
 
 		if (!b->owner || !b->listening || b->ps != ps || b->port != port ||
-		    !ip_overlap(b->ip, ip) || !net_cmdir_same_ns(b->netns, dir_ns) ||
+		    !net_cmdir_ip_takes(b->ip, ip) || !net_cmdir_same_ns(b->netns, dir_ns) ||
 		    !alive(b->owner))
 			continue;
 		found = b->gsi_port;
-		if (!memcmp(b->ip, ip, 4))
+		if (!memcmp(b->ip, ip, 16))
 			break; /* an exact address wins over a wildcard */
 	}
 	dir_unlock();

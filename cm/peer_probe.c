@@ -19,22 +19,22 @@
 enum { PROBE_HOSTS = 32 };
 
 static struct {
-	uint8_t ip[4];
+	uint8_t ip[16];
 	uint64_t next_ms;            /* 0 = free slot */
 } hosts[PROBE_HOSTS];
 
 /* The slot of ip, or a free (or the most overdue) one taken for it. */
-static int host_slot(const uint8_t ip[4])
+static int host_slot(const uint8_t ip[16])
 {
 	int pick = 0;
 
 	for (int i = 0; i < PROBE_HOSTS; i++) {
-		if (hosts[i].next_ms && !memcmp(hosts[i].ip, ip, 4))
+		if (hosts[i].next_ms && !memcmp(hosts[i].ip, ip, 16))
 			return i;
 		if (hosts[pick].next_ms && (!hosts[i].next_ms || hosts[i].next_ms < hosts[pick].next_ms))
 			pick = i;
 	}
-	memcpy(hosts[pick].ip, ip, 4);
+	memcpy(hosts[pick].ip, ip, 16);
 	hosts[pick].next_ms = 1; /* due now */
 	return pick;
 }
