@@ -80,6 +80,21 @@ static void bind_errors(struct rdma_event_channel *ch)
 	rdma_destroy_id(id);
 }
 
+/* A new id in *cli resolved to dst, with a QP, its REQ sent: 0 or -1. */
+static int start_connect(struct rdma_event_channel *ch, struct rdma_cm_id **cli,
+			 const struct sockaddr *dst, struct rdma_conn_param *cp)
+{
+	if (rdma_create_id(ch, cli, NULL, RDMA_PS_TCP))
+		return -1;
+	if (rdma_resolve_addr(*cli, NULL, (struct sockaddr *)dst, 1000) ||
+	    t_cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, NULL) ||
+	    rdma_resolve_route(*cli, 1000) ||
+	    t_cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, NULL) ||
+	    t_cm_make_qp(*cli, 8) || rdma_connect(*cli, cp))
+		return -1;
+	return 0;
+}
+
 /* Listener on srv (bound), client to dst: the pair connected, or -1. */
 static int connect_pair(struct rdma_event_channel *ch, struct rdma_cm_id *lid,
 			const struct sockaddr *dst, struct rdma_cm_id **cli,
@@ -89,12 +104,7 @@ static int connect_pair(struct rdma_event_channel *ch, struct rdma_cm_id *lid,
 				      .retry_count = 7, .rnr_retry_count = 7 };
 	struct rdma_cm_event *ev;
 
-	if (rdma_create_id(ch, cli, NULL, RDMA_PS_TCP) ||
-	    rdma_resolve_addr(*cli, NULL, (struct sockaddr *)dst, 1000) ||
-	    t_cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, NULL) ||
-	    rdma_resolve_route(*cli, 1000) ||
-	    t_cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, NULL) ||
-	    t_cm_make_qp(*cli, 8) || rdma_connect(*cli, &cp))
+	if (start_connect(ch, cli, dst, &cp))
 		return -1;
 	if (t_cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 2000, &ev))
 		return -1;
@@ -229,12 +239,8 @@ static void wildcards(struct rdma_event_channel *ch, int port)
 	    rdma_bind_addr(lid, (struct sockaddr *)&any4) || rdma_listen(lid, 8))
 		t_bail("listen on 0.0.0.0:%d: %s", port + 1, strerror(errno));
 	ev = NULL;
-	if (rdma_create_id(ch, &cli, NULL, RDMA_PS_TCP) ||
-	    rdma_resolve_addr(cli, NULL, (struct sockaddr *)&lo6, 1000) ||
-	    t_cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, NULL) ||
-	    rdma_resolve_route(cli, 1000) ||
-	    t_cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, NULL) ||
-	    t_cm_make_qp(cli, 4) || rdma_connect(cli, &cp))
+	cli = NULL;
+	if (start_connect(ch, &cli, (struct sockaddr *)&lo6, &cp))
 		T_OK(0, "IPv6 connect to an IPv4 wildcard listener started");
 	else
 		ev = t_cm_event(ch, 3000);
@@ -243,7 +249,8 @@ static void wildcards(struct rdma_event_channel *ch, int port)
 	     ev ? rdma_event_str(ev->event) : "no event");
 	if (ev)
 		rdma_ack_cm_event(ev);
-	t_cm_close_id(cli);
+	if (cli)
+		t_cm_close_id(cli);
 	rdma_destroy_id(lid);
 }
 
@@ -255,12 +262,8 @@ static void no_listener(struct rdma_event_channel *ch, int port)
 	struct rdma_cm_id *cli;
 	double t0 = now_s();
 
-	if (rdma_create_id(ch, &cli, NULL, RDMA_PS_TCP) ||
-	    rdma_resolve_addr(cli, NULL, (struct sockaddr *)&a, 1000) ||
-	    t_cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 2000, NULL) ||
-	    rdma_resolve_route(cli, 1000) ||
-	    t_cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 2000, NULL) ||
-	    t_cm_make_qp(cli, 4) || rdma_connect(cli, &cp))
+	cli = NULL;
+	if (start_connect(ch, &cli, (struct sockaddr *)&a, &cp))
 		T_OK(0, "connect to [::1]:%d started", port);
 	else
 		ev = t_cm_event(ch, 5000);
@@ -269,7 +272,8 @@ static void no_listener(struct rdma_event_channel *ch, int port)
 	     ev ? ev->status : -1, now_s() - t0);
 	if (ev)
 		rdma_ack_cm_event(ev);
-	t_cm_close_id(cli);
+	if (cli)
+		t_cm_close_id(cli);
 }
 
 static void getaddrinfo_v6(void)
