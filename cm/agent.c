@@ -60,7 +60,7 @@ static void drain_probe_errors(int fd)
 		if (r == 0)
 			continue;
 		pthread_mutex_lock(&cm_lock);
-		cm_peer_unreachable(&to);
+		cm_peer_unreachable(&to, r);
 		pthread_mutex_unlock(&cm_lock);
 	}
 }

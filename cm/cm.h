@@ -240,14 +240,21 @@ int cm_probe_send(const struct cm_peer *peer); /* on our agent's probe socket */
 int cm_probe_timers(uint64_t now);
 /* Probe peer's host at the next timer pass (a DREQ went there). */
 void cm_probe_soon(const struct cm_peer *peer);
-/* One error from the probe socket's error queue: 1 with the address a
- * probe was sent to that ICMP says nobody listens at (port unreachable),
- * 0 for another error, -EAGAIN when the queue is empty, -errno. */
+/* What ICMP said about a probe's destination. */
+enum cm_unreach {
+	CM_UNREACH_PORT = 1,         /* nobody listens at the port */
+	CM_UNREACH_HOST = 2,         /* no such host (no route, no neighbour) */
+};
+/* One error from the probe socket's error queue: a cm_unreach with the
+ * address the probe was sent to, 0 for another error, -EAGAIN when the
+ * queue is empty, -errno. */
 int cm_gsi_recv_err(int fd, struct cm_peer *to);
-/* Nobody listens at to: DREQs sent there give up now, and established
- * connections to that host's port 4791 end when it says so twice, at
- * least CM_UNREACH_GAP_MS apart.  cm_lock held. */
-void cm_peer_unreachable(const struct cm_peer *to);
+/* Nobody listens at to (why: CM_UNREACH_PORT) or there is no such host
+ * (CM_UNREACH_HOST): REQs and SIDR_REQs sent there end now
+ * (UNREACHABLE); on port unreachable DREQs sent there give up too, and
+ * established connections to that host's port 4791 end when it says so
+ * twice, at least CM_UNREACH_GAP_MS apart.  cm_lock held. */
+void cm_peer_unreachable(const struct cm_peer *to, int why);
 /* The source address the host would use toward dst (0 or -errno). */
 int cm_route_src(const uint8_t dst[16], uint32_t scope, uint8_t src[16]);
 bool cm_ip_is_local(const uint8_t ip[16]);

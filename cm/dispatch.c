@@ -217,13 +217,28 @@ static void peer_gone(struct cm_id *c)
  * else there).  A DREQ sent there will get no DREP: the disconnect
  * completes now, not after every retry.  An established connection ends
  * at the second such answer. */
-void cm_peer_unreachable(const struct cm_peer *to)
+void cm_peer_unreachable(const struct cm_peer *to, int why)
 {
 	uint64_t now = cm_now_ms();
 	char as[64];
 
 	for (struct cm_id *c = cm_ids; c; c = c->next) {
 		if (c->destroying || c->peer.port != to->port || memcmp(c->peer.ip, to->ip, 16))
+			continue;
+		/* A request to a host that has no RoCE port (or is not there)
+		 * will get no answer: UNREACHABLE now, not after every retry. */
+		if (c->mad_pending && (c->state == CM_REQ_SENT || c->state == CM_SIDR_REQ_SENT)) {
+			cm_dbg("request to %s:%u: %s unreachable\n", cm_ip_str(to->ip, to->scope, as),
+			       to->port, why == CM_UNREACH_PORT ? "port" : "host");
+			c->mad_pending = false;
+			cm_qp_to_err(c);
+			c->state = CM_TIMEWAIT;
+			cm_post(c, cm_event_conn(c, RDMA_CM_EVENT_UNREACHABLE,
+						 why == CM_UNREACH_PORT ? -ECONNREFUSED : -EHOSTUNREACH,
+						 NULL, 0));
+			continue;
+		}
+		if (why != CM_UNREACH_PORT)
 			continue;
 		if (c->mad_pending && c->state == CM_DREQ_SENT) {
 			cm_dbg("DREQ to %s:%u: port unreachable, disconnected\n",

@@ -289,11 +289,14 @@ int cm_gsi_recv_err(int fd, struct cm_peer *to)
 		    cm->cmsg_len < CMSG_LEN(sizeof(ee)))
 			continue;
 		memcpy(&ee, CMSG_DATA(cm), sizeof(ee));
-		if ((ee.ee_origin == SO_EE_ORIGIN_ICMP && ee.ee_type == ICMP_DEST_UNREACH &&
-		     ee.ee_code == ICMP_PORT_UNREACH) ||
-		    (ee.ee_origin == SO_EE_ORIGIN_ICMP6 && ee.ee_type == ICMP6_DST_UNREACH &&
-		     ee.ee_code == ICMP6_DST_UNREACH_NOPORT))
-			found = 1;
+		if (ee.ee_origin == SO_EE_ORIGIN_ICMP && ee.ee_type == ICMP_DEST_UNREACH)
+			found = ee.ee_code == ICMP_PORT_UNREACH ? CM_UNREACH_PORT :
+				ee.ee_code == ICMP_HOST_UNREACH || ee.ee_code == ICMP_NET_UNREACH ?
+				CM_UNREACH_HOST : 0;
+		else if (ee.ee_origin == SO_EE_ORIGIN_ICMP6 && ee.ee_type == ICMP6_DST_UNREACH)
+			found = ee.ee_code == ICMP6_DST_UNREACH_NOPORT ? CM_UNREACH_PORT :
+				ee.ee_code == ICMP6_DST_UNREACH_ADDR ||
+				ee.ee_code == ICMP6_DST_UNREACH_NOROUTE ? CM_UNREACH_HOST : 0;
 	}
 	if (found && cm_ip_from_sa((struct sockaddr *)&ss, to->ip, &to->port, &to->scope))
 		found = 0;
