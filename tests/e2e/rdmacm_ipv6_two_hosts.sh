@@ -4,7 +4,7 @@
 # (nodad).  The CM MADs travel as RoCE's do over IPv6: to QP1 at
 # [fd00:79::1]:4791, held by the server's verbs engine, which hands them to
 # its CM agent (transport/gsi_forward.h, header version 2).  rping (-v -V,
-# 10 pings verified) and ucmatose (2 connections) run across; then the
+# 10 pings verified), ucmatose (2 connections) and udaddy (UD) run across; then the
 # refusals, each prompt: a host with softrnic but no rdma_cm process
 # answers a REQ with REJ (invalid service id); a host where nobody holds
 # port 4791 gets UNREACHABLE from ICMPv6 port unreachable; an address no
@@ -35,6 +35,13 @@ if t_ns_pair ucma 60 "ucmatose -b fd00:79::1 -c 2 -C 10" "ucmatose -s fd00:79::1
 	t_pass "ucmatose -c 2 -C 10 over fd00:79::1 between namespaces"
 else
 	t_fail "ucmatose over fd00:79::1 between namespaces"
+fi
+# UD: address resolution by SIDR over IPv6, through the server's engine.
+if t_ns_pair udaddy 60 "udaddy -b fd00:79::1" "udaddy -s fd00:79::1" &&
+   grep -q "data transfers complete" "$T_TMP/udaddy.client"; then
+	t_pass "udaddy -b/-s fd00:79::1 between namespaces (UD, SIDR over IPv6)"
+else
+	t_fail "udaddy over fd00:79::1 between namespaces"
 fi
 
 # rping_fails LABEL DST MAX_MS EVENT: a client in NB toward DST must fail
