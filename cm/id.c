@@ -396,10 +396,9 @@ SRN_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 		err = EINVAL;
 		goto out;
 	}
-	/* A bound address of the other family cannot reach dst; the IPv6
-	 * wildcard takes either (as Linux's rdma_cm). */
-	if (cm_ip_family(cm_src_ip(c)) != cm_ip_family(dst) &&
-	    !(cm_ip_is_any(cm_src_ip(c)) && !cm_ip_is_v4(cm_src_ip(c)))) {
+	/* An id bound in the other family (its wildcard too) cannot reach
+	 * dst: EINVAL, as Linux's rdma_cm. */
+	if (cm_ip_family(cm_src_ip(c)) != cm_ip_family(dst)) {
 		err = EINVAL;
 		goto out;
 	}

@@ -3,7 +3,8 @@
  * Checks: a bind to [::1] attaches srn_lo and keeps the AF_INET6 address;
  * addresses no device owns (fd00:dead::1), an IPv4-mapped AF_INET6
  * address and a link-local one without a scope are refused with
- * EADDRNOTAVAIL / EADDRNOTAVAIL / EINVAL; the resolved route's source GID
+ * EADDRNOTAVAIL / EADDRNOTAVAIL / EINVAL, and so is an IPv4 destination
+ * for an id bound to [::] (EINVAL); the resolved route's source GID
  * is the device's ::1 GID and the connected QP's AV uses its index (not
  * 0, the IPv4 GID) with ::1 as destination; CONNECT_REQUEST carries
  * AF_INET6 addresses with the client's port; a 4 KiB SEND crosses and
@@ -72,6 +73,18 @@ static void bind_errors(struct rdma_event_channel *ch)
 	T_OK(r == -1 && errno == EADDRNOTAVAIL,
 	     "bind to AF_INET6 ::ffff:127.0.0.1 (IPv4-mapped): EADDRNOTAVAIL");
 	rdma_destroy_id(id);
+
+	{
+		struct sockaddr_in6 any6 = addr6("::", 0);
+		struct sockaddr_in lo4 = t_cm_loopback(7000);
+
+		rdma_create_id(ch, &id, NULL, RDMA_PS_TCP);
+		r = rdma_bind_addr(id, (struct sockaddr *)&any6);
+		if (!r)
+			r = rdma_resolve_addr(id, NULL, (struct sockaddr *)&lo4, 1000);
+		T_OK(r == -1 && errno == EINVAL, "bound to [::], resolving 127.0.0.1: EINVAL");
+		rdma_destroy_id(id);
+	}
 
 	a = addr6("fe80::1", 7000);
 	rdma_create_id(ch, &id, NULL, RDMA_PS_TCP);
