@@ -119,7 +119,8 @@ struct cm_id {
 	struct cm_channel *chan;     /* == id.channel */
 	bool sync;                   /* created with a NULL channel */
 	int dir_slot;                /* directory binding, -1 if none */
-	bool reuseaddr, afonly;
+	bool reuseaddr;
+	bool afonly, afonly_set;     /* bound: takes its own family only */
 	uint8_t tos, ack_timeout;    /* rdma_set_option */
 	bool ack_timeout_set;
 	unsigned int unacked;        /* events handed out, not acked */
@@ -264,7 +265,7 @@ bool cm_ip_is_local(const uint8_t ip[16]);
 /* Reserve (ps, ip, port): ip a wildcard of either family (cm_ip_is_any)
  * or an address; port 0 picks one.  Returns the slot (>= 0) and sets
  * *port, or -EADDRINUSE / -ENOSPC / -errno. */
-int cm_dir_bind(uint16_t ps, const uint8_t ip[16], uint16_t *port, bool reuse);
+int cm_dir_bind(uint16_t ps, const uint8_t ip[16], bool afonly, uint16_t *port, bool reuse);
 void cm_dir_unbind(int slot);
 int cm_dir_listen(int slot, uint16_t gsi_port);   /* 0 or -EADDRINUSE */
 /* GSI port of the live listener for (ps, ip, port), or 0. */

@@ -171,7 +171,7 @@ struct cm_id *cm_find_listener(uint16_t ps, uint16_t port, const uint8_t ip[16],
 			continue;
 		if (!memcmp(cm_src_ip(c), ip, 16))
 			return c;
-		if (cm_ip_is_any(cm_src_ip(c)) && net_cmdir_ip_takes(cm_src_ip(c), ip))
+		if (cm_ip_is_any(cm_src_ip(c)) && net_cmdir_ip_takes(cm_src_ip(c), c->afonly, ip))
 			wild = c;
 	}
 	return wild;

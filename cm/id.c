@@ -231,6 +231,20 @@ SRN_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	return 0;
 }
 
+/* net.ipv6.bindv6only, the default of an IPv6 bind's AFONLY. */
+static bool bindv6only(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv6/bindv6only", "re");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v != 0;
+}
+
 int cm_id_bind_locked(struct cm_id *c, const struct sockaddr *addr)
 {
 	struct ibv_context *ctx = NULL;
@@ -256,7 +270,11 @@ int cm_id_bind_locked(struct cm_id *c, const struct sockaddr *addr)
 		if (!ctx && !cm_ip_is_loopback(ip))
 			return EADDRNOTAVAIL;
 	}
-	slot = cm_dir_bind(cm_ps_code(c->id.ps), ip, &port, c->reuseaddr);
+	/* Linux: an IPv4 bind takes IPv4 only; an IPv6 one takes both
+	 * unless RDMA_OPTION_ID_AFONLY (or the bindv6only sysctl) says so. */
+	if (!c->afonly_set)
+		c->afonly = cm_ip_is_v4(ip) || bindv6only();
+	slot = cm_dir_bind(cm_ps_code(c->id.ps), ip, c->afonly, &port, c->reuseaddr);
 	if (slot < 0)
 		return -slot;
 	c->dir_slot = slot;
@@ -507,8 +525,12 @@ SRN_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 		case RDMA_OPTION_ID_AFONLY:
 			if (optlen != sizeof(int))
 				err = EINVAL;
-			else
+			else if (c->state != CM_IDLE)
+				err = EINVAL; /* only before binding, as Linux */
+			else {
 				c->afonly = *(int *)optval != 0;
+				c->afonly_set = true;
+			}
 			break;
 		case RDMA_OPTION_ID_ACK_TIMEOUT:
 			if (optlen != sizeof(uint8_t))

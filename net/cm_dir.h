@@ -46,7 +46,10 @@ struct net_cmdir_bind {
 	uint8_t listening, reuse;
 	uint16_t gsi_port;           /* owner's CM agent, when listening */
 	uint32_t netns;              /* net_cmdir_netns() of the owner */
-	uint32_t reserved;
+	uint8_t afonly;              /* takes its own family only (an IPv4
+	                              * bind always; IPv6: RDMA_OPTION_ID_AFONLY
+	                              * or the bindv6only sysctl) */
+	uint8_t reserved[3];
 };
 
 struct net_cmdir_agent {
@@ -95,16 +98,22 @@ static inline bool net_cmdir_ip_any(const uint8_t ip[16])
 	       (!memcmp(ip, net_cmdir_v4_prefix, 12) && !memcmp(ip + 12, zero, 4));
 }
 
-/* Does a listener bound to bound take a request for want?  Its address,
- * the IPv6 wildcard (either family, as Linux's rdma_cm with bindv6only 0),
- * or the IPv4 wildcard for an IPv4 address. */
-static inline bool net_cmdir_ip_takes(const uint8_t bound[16], const uint8_t want[16])
+static inline bool net_cmdir_ip_v4(const uint8_t ip[16])
 {
-	static const uint8_t zero[16];
+	return !memcmp(ip, net_cmdir_v4_prefix, 12);
+}
 
-	if (!memcmp(bound, want, 16) || !memcmp(bound, zero, 16))
+/* Does a listener bound to bound take a request for want?  Its address,
+ * a wildcard of want's family, or the IPv6 wildcard unless afonly (then
+ * it takes IPv4 too, as Linux's rdma_cm with bindv6only 0). */
+static inline bool net_cmdir_ip_takes(const uint8_t bound[16], bool afonly,
+				      const uint8_t want[16])
+{
+	if (!memcmp(bound, want, 16))
 		return true;
-	return net_cmdir_ip_any(bound) && !memcmp(want, net_cmdir_v4_prefix, 12);
+	if (!net_cmdir_ip_any(bound))
+		return false;
+	return net_cmdir_ip_v4(bound) == net_cmdir_ip_v4(want) || !afonly;
 }
 
 /* Is owner a live process's word?  (me: the caller's own word.) */

@@ -72,7 +72,7 @@ static uint16_t listener_agent(const struct dir_view *v, uint16_t ps, const uint
 		const struct net_cmdir_bind *b = &d->binds[i];
 
 		if (!b->owner || !b->listening || b->ps != ps || b->port != port ||
-		    !net_cmdir_ip_takes(b->ip, ip) ||
+		    !net_cmdir_ip_takes(b->ip, b->afonly, ip) ||
 		    !net_cmdir_same_ns(b->netns, v->ns) || !net_cmdir_owner_alive(b->owner, 0))
 			continue;
 		found = b->gsi_port;

@@ -10,7 +10,9 @@
  * AF_INET6 addresses with the client's port; a 4 KiB SEND crosses and
  * arrives intact; DISCONNECTED on both sides; an IPv6 wildcard listener
  * takes an IPv4 connection (as Linux with bindv6only 0) while an IPv4
- * wildcard listener refuses an IPv6 one; a connect to a port nobody
+ * wildcard listener refuses an IPv6 one; with RDMA_OPTION_ID_AFONLY [::]
+ * and 0.0.0.0 share a port and [::] refuses IPv4 (without it they clash:
+ * EADDRINUSE; after bind the option is EINVAL); a connect to a port nobody
  * listens on is REJECTED within 2 s; rdma_getaddrinfo("::1") gives an
  * AF_INET6 destination.  Every wait is bounded (poll timeouts, alarm()).
  */
@@ -106,6 +108,29 @@ static int start_connect(struct rdma_event_channel *ch, struct rdma_cm_id **cli,
 	    t_cm_make_qp(*cli, 8) || rdma_connect(*cli, cp))
 		return -1;
 	return 0;
+}
+
+/* Connect to dst and wait for the answer (3 s): the event's name (its
+ * status in *status), or "no event"; the id is gone afterwards. */
+static const char *connect_answer(struct rdma_event_channel *ch, const struct sockaddr *dst,
+				  int *status)
+{
+	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_cm_event *ev = NULL;
+	struct rdma_cm_id *cli = NULL;
+	const char *name = "no event";
+
+	*status = 0;
+	if (start_connect(ch, &cli, dst, &cp) == 0)
+		ev = t_cm_event(ch, 3000);
+	if (ev) {
+		name = rdma_event_str(ev->event);
+		*status = ev->status;
+		rdma_ack_cm_event(ev);
+	}
+	if (cli)
+		t_cm_close_id(cli);
+	return name;
 }
 
 /* Listener on srv (bound), client to dst: the pair connected, or -1. */
@@ -232,8 +257,7 @@ static void wildcards(struct rdma_event_channel *ch, int port)
 	struct sockaddr_in any4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(port + 1)) };
 	struct sockaddr_in lo4 = t_cm_loopback(port);
 	struct rdma_cm_id *lid, *cli = NULL, *srv = NULL;
-	struct rdma_cm_event *req = NULL, *ev;
-	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_cm_event *req = NULL;
 
 	if (rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP) ||
 	    rdma_bind_addr(lid, (struct sockaddr *)&any6) || rdma_listen(lid, 8))
@@ -251,42 +275,66 @@ static void wildcards(struct rdma_event_channel *ch, int port)
 	if (rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP) ||
 	    rdma_bind_addr(lid, (struct sockaddr *)&any4) || rdma_listen(lid, 8))
 		t_bail("listen on 0.0.0.0:%d: %s", port + 1, strerror(errno));
-	ev = NULL;
-	cli = NULL;
-	if (start_connect(ch, &cli, (struct sockaddr *)&lo6, &cp))
-		T_OK(0, "IPv6 connect to an IPv4 wildcard listener started");
-	else
-		ev = t_cm_event(ch, 3000);
-	T_OK(ev && ev->event == RDMA_CM_EVENT_REJECTED,
-	     "an IPv4 wildcard listener does not take an IPv6 connection (%s)",
-	     ev ? rdma_event_str(ev->event) : "no event");
-	if (ev)
-		rdma_ack_cm_event(ev);
-	if (cli)
-		t_cm_close_id(cli);
+	{
+		int st;
+		const char *got = connect_answer(ch, (struct sockaddr *)&lo6, &st);
+
+		T_OK(!strcmp(got, "RDMA_CM_EVENT_REJECTED"),
+		     "an IPv4 wildcard listener does not take an IPv6 connection (%s)", got);
+	}
 	rdma_destroy_id(lid);
+}
+
+/* RDMA_OPTION_ID_AFONLY on an IPv6 id: [::] then shares its port with
+ * 0.0.0.0 and takes IPv6 only; the option after bind is EINVAL. */
+static void afonly(struct rdma_event_channel *ch, int port)
+{
+	struct sockaddr_in6 any6 = addr6("::", port);
+	struct sockaddr_in any4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct sockaddr_in lo4 = t_cm_loopback(port);
+	struct rdma_cm_id *l6, *l4, *other;
+	int one = 1, r;
+
+	if (rdma_create_id(ch, &l6, NULL, RDMA_PS_TCP) || rdma_create_id(ch, &l4, NULL, RDMA_PS_TCP))
+		t_bail("rdma_create_id: %s", strerror(errno));
+	r = rdma_set_option(l6, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one));
+	T_OK(r == 0 && rdma_bind_addr(l6, (struct sockaddr *)&any6) == 0 &&
+	     rdma_bind_addr(l4, (struct sockaddr *)&any4) == 0 &&
+	     rdma_listen(l6, 4) == 0 && rdma_listen(l4, 4) == 0,
+	     "AFONLY [::]:%d and 0.0.0.0:%d bind and listen side by side", port, port);
+	T_OK(rdma_set_option(l6, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one)) == -1 &&
+	     errno == EINVAL, "AFONLY after bind: EINVAL");
+	rdma_destroy_id(l4);
+	/* only the AFONLY [::] listener now: an IPv4 REQ finds nobody */
+	{
+		const char *got = connect_answer(ch, (struct sockaddr *)&lo4, &r);
+
+		T_OK(!strcmp(got, "RDMA_CM_EVENT_REJECTED"),
+		     "an AFONLY [::] listener does not take an IPv4 connection (%s)", got);
+	}
+	/* without AFONLY, [::] and 0.0.0.0 on one port clash */
+	rdma_create_id(ch, &other, NULL, RDMA_PS_TCP);
+	any4.sin_port = htons((uint16_t)(port + 1));
+	any6.sin6_port = htons((uint16_t)(port + 1));
+	r = rdma_bind_addr(other, (struct sockaddr *)&any4);
+	rdma_create_id(ch, &l4, NULL, RDMA_PS_TCP);
+	T_OK(r == 0 && rdma_bind_addr(l4, (struct sockaddr *)&any6) == -1 && errno == EADDRINUSE,
+	     "[::]:%d beside 0.0.0.0:%d without AFONLY: EADDRINUSE", port + 1, port + 1);
+	rdma_destroy_id(l4);
+	rdma_destroy_id(other);
+	rdma_destroy_id(l6);
 }
 
 static void no_listener(struct rdma_event_channel *ch, int port)
 {
 	struct sockaddr_in6 a = addr6("::1", port);
-	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
-	struct rdma_cm_event *ev = NULL;
-	struct rdma_cm_id *cli;
 	double t0 = now_s();
+	int st;
+	const char *got = connect_answer(ch, (struct sockaddr *)&a, &st);
 
-	cli = NULL;
-	if (start_connect(ch, &cli, (struct sockaddr *)&a, &cp))
-		T_OK(0, "connect to [::1]:%d started", port);
-	else
-		ev = t_cm_event(ch, 5000);
-	T_OK(ev && ev->event == RDMA_CM_EVENT_REJECTED && ev->status == 8 && now_s() - t0 < 2.0,
-	     "nobody listens on [::1]:%d: REJECTED status %d after %.2f s", port,
-	     ev ? ev->status : -1, now_s() - t0);
-	if (ev)
-		rdma_ack_cm_event(ev);
-	if (cli)
-		t_cm_close_id(cli);
+	T_OK(!strcmp(got, "RDMA_CM_EVENT_REJECTED") && st == 8 && now_s() - t0 < 2.0,
+	     "nobody listens on [::1]:%d: %s status %d after %.2f s", port, got, st,
+	     now_s() - t0);
 }
 
 static void getaddrinfo_v6(void)
@@ -314,6 +362,7 @@ int main(void)
 	connect_ipv6(ch, port);
 	wildcards(ch, port + 2);
 	no_listener(ch, port + 4);
+	afonly(ch, port + 5);
 	getaddrinfo_v6();
 	rdma_destroy_event_channel(ch);
 	return t_summary();

@@ -494,7 +494,7 @@ static void retransmit_cases(void)
 
 	(void)lo;
 	/* Our fake peer is the "listener" for port in the directory. */
-	slot = cm_dir_bind(WIRE_CM_PS_TCP, any, &bport, false);
+	slot = cm_dir_bind(WIRE_CM_PS_TCP, any, false, &bport, false);
 	if (!ch || pfd < 0 || slot < 0 || cm_dir_listen(slot, pport) || cm_dir_agent_register(pport)) {
 		CHECK(0, "fake listener in the directory");
 		return;
