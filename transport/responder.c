@@ -361,7 +361,8 @@ void responder_push_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r,
 		wc.invalidated_rkey = pkt->ieth_rkey;
 		wc.wc_flags |= IBV_WC_WITH_INV;
 	}
-	srn_cq_push(qp->recv_cq, &wc, pkt->se);
+	/* (an XRC target completes into the CQ of the SRQ the packet named) */
+	srn_cq_push(rc->xsrq ? rc->xsrq->xrc_cq : qp->recv_cq, &wc, pkt->se);
 	rc->rwqe_have = false;
 }
 
@@ -374,7 +375,9 @@ struct srn_recv_wqe *responder_recv_wqe(struct srn_rc_state *rc)
 	struct srn_qp *qp = rc->qp;
 
 	if (!rc->rwqe_have) {
-		if (qp->srq)
+		if (rc->xsrq)
+			rc->rwqe_have = srn_srq_take(rc->xsrq, &rc->rwqe) == 0;
+		else if (qp->srq)
 			rc->rwqe_have = srn_srq_take(qp->srq, &rc->rwqe) == 0;
 		else if (qp->rqs)
 			rc->rwqe_have = srn_rq_ring_take(qp->rqs, qp->rq.max_wr, &rc->rwqe) == 0;
@@ -387,11 +390,13 @@ static enum resp_state check_qp(struct srn_rc_state *rc, struct resp_pkt *p)
 {
 	enum ibv_qp_state st = rc_state(rc);
 
-	(void)p;
 	if (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD) {
 		rc_count(rc, SRN_CNT_rx_drop_qp_state);
 		return RS_DROP;
 	}
+	/* XRC: no SRQ of that number in the target's XRC domain (xrc.c) */
+	if (rc->xrc && !rc->xsrq && (p->caps & WIRE_HAS_XRCETH))
+		return RS_ERR_INV_REQ;
 	return RS_CHECK_PSN;
 }
 
@@ -488,7 +493,6 @@ static enum resp_state check_len(struct srn_rc_state *rc, struct resp_pkt *p)
 
 static enum resp_state check_resource(struct srn_rc_state *rc, struct resp_pkt *p)
 {
-	struct srn_qp *qp = rc->qp;
 	uint32_t c = p->caps;
 	bool needs_rwqe = (c & WIRE_IS_SEND) ||
 			  ((c & WIRE_IS_WRITE) && (c & WIRE_HAS_IMMDT));
@@ -503,7 +507,7 @@ static enum resp_state check_resource(struct srn_rc_state *rc, struct resp_pkt *
 	if ((c & WIRE_IS_SEND) && rc->msg_off + p->pkt->payload_len > p->rwqe->length)
 		return RS_ERR_LOC_LEN;
 	if (c & WIRE_IS_SEND) {
-		p->niov = rc_sge_map_cached(rc, qp->srq ? qp->srq->pd : qp->pd,
+		p->niov = rc_sge_map_cached(rc, xrc_resp_pd(rc),
 					    p->rwqe->sge, p->rwqe->num_sge, rc->msg_off,
 					    p->pkt->payload_len, IBV_ACCESS_LOCAL_WRITE,
 					    p->iov, SRN_MAX_SGE, &rc->rwqe_base, &rc->rwqe_gen);
@@ -518,6 +522,9 @@ static bool rkey_ok(struct srn_rc_state *rc, uint32_t rkey, uint64_t va, uint64_
 {
 	struct srn_qp *qp = rc->qp;
 
+	if (rc->xsrq) /* XRC: the MR must be in the SRQ's PD */
+		return srn_rkey_resolve_pd(qp, rc->xsrq->pd, rkey, va, len, access, out) ==
+		       SRN_MR_OK;
 	return srn_rkey_resolve(qp, rkey, va, len, access, out) == SRN_MR_OK;
 }
 
