@@ -176,7 +176,9 @@ static void ack_later(struct srn_rc_state *rc, uint32_t psn)
 	if (!rc->ack_pending) {
 		struct ack_list *al = ack_list();
 
-		if (rc->shm_peer || al->n == RESP_ACK_LIST) {
+		/* (an XRC target never sends: no reply of its own could
+		 * carry the ACK, which would wait for the timer) */
+		if (rc->shm_peer || rc->xrc || al->n == RESP_ACK_LIST) {
 			rc->ack_pending = true;
 			rc->ack_psn = psn;
 			responder_ack_flush(rc);

@@ -118,6 +118,9 @@ static int srn_query_device_ex(struct ibv_context *context,
 		IBV_ODP_SUPPORT_SRQ_RECV;
 	full.odp_caps.per_transport_caps.ud_odp_caps =
 		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
+	/* XRC: RC's operations, into XRC SRQs (verbs/xrcd.c) */
+	full.xrc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+			    IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	return 0;
 }
