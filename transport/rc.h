@@ -107,6 +107,10 @@ struct srn_rc_state {
 				      * packets only (transport/xrc.c) */
 	struct srn_srq *xsrq;        /* XRC target: the SRQ the packet being
 				      * handled names (held, xrc_rx) */
+	struct srn_cq *rwqe_cq;      /* XRC target: the CQ of the SRQ that rwqe
+				      * came from */
+	uint32_t xrc_msg_srqn;       /* XRC target: the SRQ the message in
+				      * progress began with */
 	/* selective retransmission (sr.c): ECE asked for it (ibv_set_ece),
 	 * and the responder's packets held ahead of epsn (kept across a
 	 * reset, emptied by it) */

@@ -363,8 +363,8 @@ void responder_push_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r,
 		wc.invalidated_rkey = pkt->ieth_rkey;
 		wc.wc_flags |= IBV_WC_WITH_INV;
 	}
-	/* (an XRC target completes into the CQ of the SRQ the packet named) */
-	srn_cq_push(rc->xsrq ? rc->xsrq->xrc_cq : qp->recv_cq, &wc, pkt->se);
+	/* (an XRC target completes into the CQ of the SRQ the WQE came from) */
+	srn_cq_push(rc->xrc ? rc->rwqe_cq : qp->recv_cq, &wc, pkt->se);
 	rc->rwqe_have = false;
 }
 
@@ -377,8 +377,11 @@ struct srn_recv_wqe *responder_recv_wqe(struct srn_rc_state *rc)
 	struct srn_qp *qp = rc->qp;
 
 	if (!rc->rwqe_have) {
-		if (rc->xsrq)
+		if (rc->xsrq) {
 			rc->rwqe_have = srn_srq_take(rc->xsrq, &rc->rwqe) == 0;
+			rc->rwqe_cq = rc->xsrq->xrc_cq;
+		} else if (rc->xrc)
+			rc->rwqe_have = false;
 		else if (qp->srq)
 			rc->rwqe_have = srn_srq_take(qp->srq, &rc->rwqe) == 0;
 		else if (qp->rqs)
@@ -438,6 +441,10 @@ static enum resp_state check_op_seq(struct srn_rc_state *rc, struct resp_pkt *p)
 	uint32_t c = p->caps;
 	unsigned int acc = rc->qp->a.attr.qp_access_flags;
 
+	/* XRC: a message's packets all name the SRQ it began with */
+	if (rc->xrc && rc->in_msg != RC_MSG_NONE && p->pkt->xrcsrq != rc->xrc_msg_srqn)
+		return RS_ERR_INV_REQ;
+	rc->xrc_msg_srqn = p->pkt->xrcsrq;
 	switch (rc->in_msg) {
 	case RC_MSG_SEND:
 		if (!(c & WIRE_IS_SEND) || (c & WIRE_IS_FIRST))

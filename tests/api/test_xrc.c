@@ -3,7 +3,8 @@
  * numbers, traffic from an initiator in one context to a target in
  * another (SEND, WRITE with immediate, READ, atomics), ibv_open_qp, and
  * the target's protection checks: an SRQ number that does not exist, one
- * of another domain, one destroyed, an rkey of a PD other than the SRQ's.
+ * of another domain, one destroyed, an rkey of a PD other than the SRQ's,
+ * a receive WQE whose lkey is outside the SRQ's PD.
  * A child process (this program again) checks the cross-process domain. */
 #include <fcntl.h>
 #include <spawn.h>
@@ -273,6 +274,25 @@ static void protection(struct ini *i, struct tgt *t)
 		t->srqn, t->mr2, IBV_WC_REM_ACCESS_ERR);
 	refused(i, t, "FETCH_ADD, rkey of an MR in another PD than the SRQ's",
 		IBV_WR_ATOMIC_FETCH_AND_ADD, t->srqn, t->mr2, IBV_WC_REM_ACCESS_ERR);
+	/* a receive WQE whose lkey is in another PD than the SRQ's: taken,
+	 * completed in error on the SRQ's CQ */
+	{
+		struct ibv_sge sge = { (uintptr_t)t->buf2, BUF, t->mr2->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 77, .sg_list = &sge, .num_sge = 1 }, *bad;
+		struct pair p = { 0 };
+		struct ibv_wc wc;
+		int st;
+
+		T_ASSERT(ibv_post_srq_recv(t->srq_b, &wr, &bad) == 0 && pair_new(&p, i, t) == 0,
+			 "a WQE of pd2 on SRQ b; a pair");
+		st = post_one(&p, i, IBV_WR_SEND, t->srqn_b, 64, 0, 0);
+		T_OK(st == IBV_WC_REM_OP_ERR, "SEND into a WQE outside the SRQ's PD: %s",
+		     st < 0 ? "none" : ibv_wc_status_str(st));
+		T_OK(t_poll_cq(t->cq, &wc, 1, 5000) == 1 && wc.wr_id == 77 &&
+		     wc.status == IBV_WC_LOC_PROT_ERR,
+		     "the target's WQE completes with a local protection error");
+		pair_free(&p);
+	}
 	gone = xrc_srq(t, t->xrcd, &gone_n);
 	T_ASSERT(gone && gone_n, "a third SRQ");
 	post_srq_recv(t, gone, 51);
