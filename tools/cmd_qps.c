@@ -47,6 +47,8 @@ static const char *type_name(unsigned t)
 	case IBV_QPT_RC: return "RC";
 	case IBV_QPT_UC: return "UC";
 	case IBV_QPT_UD: return "UD";
+	case IBV_QPT_XRC_SEND: return "XRCI"; /* XRC initiator */
+	case IBV_QPT_XRC_RECV: return "XRCT"; /* XRC target */
 	default: return "?";
 	}
 }
@@ -75,7 +77,9 @@ static const char *path_name(struct net_registry *reg, uint32_t qpn,
 		return "-";
 	if (!net_registry_live_owner(reg, in->dqpn) ||
 	    net_registry_qpinfo(reg, in->dqpn, &peer, NULL) || peer.dqpn != qpn ||
-	    peer.type != in->type)
+	    peer.type != (in->type == IBV_QPT_XRC_SEND   ? IBV_QPT_XRC_RECV
+			  : in->type == IBV_QPT_XRC_RECV ? IBV_QPT_XRC_SEND
+							 : in->type))
 		return "udp";
 	return in->flags & peer.flags & NET_REG_QP_DIRECT ? "same-host" : "udp-local";
 }
