@@ -15,6 +15,7 @@
 #include "net/registry.h"
 
 #include <assert.h>
+#include <infiniband/verbs.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -226,6 +227,21 @@ int net_registry_live_owner(struct net_registry *reg, uint32_t qpn)
 		return 0;
 	w = atomic_load(&reg->slots[qpn].owner);
 	return w && owner_alive(w) ? (int)(w >> 32) : 0;
+}
+
+int net_registry_local_peer(struct net_registry *reg, uint32_t qpn,
+			    const struct net_reg_qpinfo *in, struct net_reg_qpinfo *peer)
+{
+	if (in->type == IBV_QPT_UD || !in->dqpn ||
+	    (in->state != IBV_QPS_RTR && in->state != IBV_QPS_RTS && in->state != IBV_QPS_SQD))
+		return -ENOENT;
+	if (!net_registry_live_owner(reg, in->dqpn) ||
+	    net_registry_qpinfo(reg, in->dqpn, peer, NULL) || peer->dqpn != qpn ||
+	    peer->type != (in->type == IBV_QPT_XRC_SEND   ? IBV_QPT_XRC_RECV /* XRC: */
+			   : in->type == IBV_QPT_XRC_RECV ? IBV_QPT_XRC_SEND /* the other */
+							  : in->type))
+		return -ENOENT;
+	return 0;
 }
 
 int net_registry_publish(struct net_registry *reg, uint32_t qpn,

@@ -76,6 +76,11 @@ int net_registry_publish(struct net_registry *reg, uint32_t qpn,
  * *seq (if not NULL) receives the generation the snapshot belongs to. */
 int net_registry_qpinfo(struct net_registry *reg, uint32_t qpn,
 			struct net_reg_qpinfo *info, uint32_t *seq);
+/* The connected QP on this host that qpn (an RC or UC QP in RTR, RTS or
+ * SQD, given its info) talks to: a live QP connected back to exactly qpn,
+ * of the same type.  0 and *peer, or -ENOENT (a remote peer, or none). */
+int net_registry_local_peer(struct net_registry *reg, uint32_t qpn,
+			    const struct net_reg_qpinfo *in, struct net_reg_qpinfo *peer);
 /* The seqlock word of qpn's slot: a cached snapshot taken at generation
  * g is still current while *word == g (one load, no system call).
  * NULL for a QPN out of range. */

@@ -24,7 +24,8 @@ const struct srn_setting srn_settings[SRN_SET_COUNT] = {
 	[SRN_SET_DEVICES] = { "SOFTRNIC_DEVICES", SRN_KIND_STRING, 0, 0, NULL, 0, false,
 		"every interface that is up with an address",
 		"comma-separated IFNAME or IFNAME=DEVNAME: which interfaces become devices, "
-		"in that order, and their names" },
+		"in that order, and their names; IFNAME:iwarp makes an iWARP device "
+		"srn_iw_IFNAME instead (docs/iwarp.md)" },
 	[SRN_SET_TRANSPORT] = { "SOFTRNIC_TRANSPORT", SRN_KIND_WORD, 0, 0, transport_words,
 		SRN_TRANSPORT_AUTO, true, "auto",
 		"auto: operations on a QP of this host run directly in its memory; udp: "

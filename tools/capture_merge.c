@@ -16,6 +16,7 @@ struct pend {
 	uint64_t key, seen_ns;
 	uint32_t other_pid;             /* the partner's pid, 0: none yet */
 	uint32_t other_qpn;             /* and its QP */
+	uint32_t near_pid, near_qpn;    /* the peer_fn's answer on arrival */
 	int64_t next;                   /* same bucket, older (-1: end) */
 };
 
@@ -25,6 +26,8 @@ struct capture_merge {
 	int64_t head, tail, cap;
 	int64_t bucket[BUCKETS];        /* newest entry's sequence, -1: none */
 	struct capture_counts n;
+	capture_peer_fn *peer_fn;
+	void *peer_ctx;
 };
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -37,16 +40,22 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 }
 
 /* What both ends of one packet agree on: addresses, source port, bytes
- * (not the destination port: a receiver may be at 4791 or its own). */
+ * (not the destination port: a receiver may be at 4791 or its own).
+ * Of the bytes, the headers and the ICRC at the end, which already
+ * digests all of them (same_packet compares the rest). */
 static uint64_t rec_key(const struct net_cap_rec *r)
 {
+	const uint8_t *b = (const uint8_t *)(r + 1);
 	uint64_t h = 0xcbf29ce484222325ull;
+	uint32_t head = r->roce_len < 64 ? r->roce_len : 64;
 
 	h = fnv(h, &r->family, 1);
 	h = fnv(h, r->src, 16);
 	h = fnv(h, r->dst, 16);
 	h = fnv(h, &r->sport, 2);
-	return fnv(h, r + 1, r->roce_len);
+	h = fnv(h, &r->roce_len, sizeof(r->roce_len));
+	h = fnv(h, b, head);
+	return r->roce_len > head ? fnv(h, b + r->roce_len - 4, 4) : h;
 }
 
 static int same_packet(const struct net_cap_rec *a, const struct net_cap_rec *b)
@@ -72,6 +81,12 @@ struct capture_merge *capture_merge_new(FILE *out)
 	for (int i = 0; i < BUCKETS; i++)
 		m->bucket[i] = -1;
 	return m;
+}
+
+void capture_merge_set_peer_fn(struct capture_merge *m, capture_peer_fn *fn, void *ctx)
+{
+	m->peer_fn = fn;
+	m->peer_ctx = ctx;
 }
 
 static struct pend *at(struct capture_merge *m, int64_t seq)
@@ -140,6 +155,9 @@ int capture_merge_add(struct capture_merge *m, const struct net_cap_rec *r, uint
 	p->seen_ns = now_ns;
 	p->other_pid = 0;
 	p->other_qpn = 0;
+	/* asked now: by the time it is written its QPs may be gone */
+	if (!m->peer_fn || !m->peer_fn(m->peer_ctx, r, &p->near_pid, &p->near_qpn))
+		p->near_pid = 0;
 	p->next = m->bucket[key % BUCKETS];
 	m->bucket[key % BUCKETS] = m->tail++;
 	return 0;
@@ -152,7 +170,7 @@ static int write_one(struct capture_merge *m, const struct pend *p)
 			      .dport = ROCE_PORT, .ttl_hop = 64 };
 	uint8_t hdr[WIRE_FRAME_HDR_MAX];
 	struct iovec iov[2];
-	char note[160];
+	char note[200];
 	unsigned int dir = PCAPNG_DIR_OUT;
 
 	memcpy(l3.src, r->src, 16);
@@ -174,19 +192,30 @@ static int write_one(struct capture_merge *m, const struct pend *p)
 		m->n.direct++;
 		break;
 	case NET_CAP_TX:
-		if (p->other_pid)
+		if (p->other_pid) {
 			snprintf(note, sizeof(note), "softrnic: pid %u qp %u -> pid %u qp %u",
 				 r->pid, r->qpn, p->other_pid, p->other_qpn);
-		else
+		} else if (p->near_pid) {
+			snprintf(note, sizeof(note),
+				 "softrnic: pid %u qp %u -> pid %u qp %u %s", r->pid, r->qpn,
+				 p->near_pid, p->near_qpn, CAPTURE_NO_RX_NOTE);
+			m->n.half_missing++;
+		} else {
 			snprintf(note, sizeof(note),
 				 "softrnic: pid %u qp %u -> (no receiver on this device)", r->pid,
 				 r->qpn);
-		m->n.sent_only += !p->other_pid;
+			m->n.sent_only++;
+		}
 		break;
 	default:
 		if (p->other_pid) {
 			snprintf(note, sizeof(note), "softrnic: pid %u qp %u -> pid %u qp %u",
 				 p->other_pid, p->other_qpn, r->pid, r->qpn);
+		} else if (p->near_pid) {
+			snprintf(note, sizeof(note),
+				 "softrnic: pid %u qp %u -> pid %u qp %u %s", p->near_pid,
+				 p->near_qpn, r->pid, r->qpn, CAPTURE_NO_TX_NOTE);
+			m->n.half_missing++;
 		} else {
 			snprintf(note, sizeof(note),
 				 "softrnic: (not sent by softrnic here) -> pid %u qp %u", r->pid,

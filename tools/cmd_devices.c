@@ -9,7 +9,8 @@ static void devices_usage(FILE *out)
 {
 	fprintf(out, "usage: softrnic devices\n"
 		"Lists softrnic's RDMA devices: name, node GUID, interface.\n"
-		"SOFTRNIC_DEVICES=IFNAME[=DEVNAME],... selects and renames them.\n");
+		"SOFTRNIC_DEVICES=IFNAME[:iwarp][=DEVNAME],... selects and renames them\n"
+		"(:iwarp: an iWARP device srn_iw_IFNAME instead).\n");
 }
 
 static int devices_run(int argc, char **argv)

@@ -84,6 +84,7 @@ static int print_port(struct ibv_context *ctx, uint8_t port, int verbose)
 		if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0))
 			continue; /* empty slot */
 		printf("\t\tGID[%d]:\t%s, %s\n", i, util_gid_str(&e.gid, buf),
+		       ctx->device->transport_type == IBV_TRANSPORT_IWARP ? "iWARP (MAC)" :
 		       e.gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" :
 		       e.gid_type == IBV_GID_TYPE_ROCE_V1 ? "RoCE v1" : "IB");
 	}
@@ -109,8 +110,11 @@ static int print_device(struct ibv_device *dev, int verbose)
 	}
 	printf("%s\n", ibv_get_device_name(dev));
 	printf("\tinterface:\t\t%s\n", util_device_ifname(dev));
-	printf("\ttransport:\t\tRoCE v2 (verbs transport %s)\n",
-	       dev->transport_type == IBV_TRANSPORT_IB ? "InfiniBand" : "other");
+	if (dev->transport_type == IBV_TRANSPORT_IWARP)
+		printf("\ttransport:\t\tiWARP (RDMAP/DDP/MPA over TCP; node type RNIC)\n");
+	else
+		printf("\ttransport:\t\tRoCE v2 (verbs transport %s)\n",
+		       dev->transport_type == IBV_TRANSPORT_IB ? "InfiniBand" : "other");
 	printf("\tfw_ver:\t\t\t%s\n", a->fw_ver);
 	printf("\tnode_guid:\t\t%s\n", util_guid_str(a->node_guid, guid));
 	printf("\tsys_image_guid:\t\t%s\n", util_guid_str(a->sys_image_guid, guid));

@@ -75,11 +75,7 @@ static const char *path_name(struct net_registry *reg, uint32_t qpn,
 		return in->flags & NET_REG_QP_DIRECT ? "same-host" : "udp";
 	if (in->state != IBV_QPS_RTR && in->state != IBV_QPS_RTS && in->state != IBV_QPS_SQD)
 		return "-";
-	if (!net_registry_live_owner(reg, in->dqpn) ||
-	    net_registry_qpinfo(reg, in->dqpn, &peer, NULL) || peer.dqpn != qpn ||
-	    peer.type != (in->type == IBV_QPT_XRC_SEND   ? IBV_QPT_XRC_RECV
-			  : in->type == IBV_QPT_XRC_RECV ? IBV_QPT_XRC_SEND
-							 : in->type))
+	if (net_registry_local_peer(reg, qpn, in, &peer))
 		return "udp";
 	return in->flags & peer.flags & NET_REG_QP_DIRECT ? "same-host" : "udp-local";
 }

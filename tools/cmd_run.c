@@ -20,7 +20,7 @@ static void run_usage(FILE *out)
 {
 	fprintf(out, "usage: softrnic run [OPTIONS] [--] CMD [ARGS...]\n"
 		"Runs CMD with softrnic as its libibverbs/librdmacm.\n"
-		"  --devices LIST   set SOFTRNIC_DEVICES (IFNAME[=DEVNAME],...)\n"
+		"  --devices LIST   set SOFTRNIC_DEVICES (IFNAME[:iwarp][=DEVNAME],...)\n"
 		"  --log LEVEL      set SOFTRNIC_LOG (e.g. debug)\n"
 		"  --pcap FILE      set SOFTRNIC_PCAP (capture every packet)\n"
 		"  --transport auto|udp  set SOFTRNIC_TRANSPORT\n"

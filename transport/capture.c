@@ -87,6 +87,25 @@ static struct net_cap *ring_for(struct srn_capture *c, uint32_t gen)
 	return r;
 }
 
+/* How often a producer that meets a full ring looks whether its tool
+ * still lives: the look reads /proc, and a slow tool fills the ring on
+ * every packet. */
+enum { OWNER_LOOK_NS = 100 * 1000 * 1000 };
+
+/* Full: a slow tool, or one killed before it could unmark us; in that
+ * case stop here (another capture marks us again). */
+static void ring_full(struct srn_capture *c, struct net_cap *ring, uint32_t gen)
+{
+	uint64_t now = net_clock_ns(CLOCK_MONOTONIC);
+	uint64_t seen = atomic_load_explicit(&c->owner_seen_ns, memory_order_relaxed);
+
+	if (now - seen < OWNER_LOOK_NS ||
+	    !atomic_compare_exchange_strong(&c->owner_seen_ns, &seen, now))
+		return;
+	if (!net_proc_word_alive(ring->h->owner))
+		atomic_compare_exchange_strong(c->word, &gen, 0);
+}
+
 static void to_ring(struct srn_engine *eng, unsigned int kind, uint32_t flags, uint32_t qpn,
 		    uint32_t pid, uint32_t peer_pid, const struct wire_l3 *l3,
 		    const struct iovec *iov, int n)
@@ -110,10 +129,8 @@ static void to_ring(struct srn_engine *eng, unsigned int kind, uint32_t flags, u
 	meta.dport = l3->dport;
 	memcpy(meta.src, l3->src, 16);
 	memcpy(meta.dst, l3->dst, 16);
-	/* full: a slow tool, or one killed before it could unmark us; in
-	 * that case stop here (another capture marks us again) */
-	if (!net_cap_put(ring, &meta, iov, n) && !net_proc_word_alive(ring->h->owner))
-		atomic_compare_exchange_strong(eng->cap.word, &gen, 0);
+	if (!net_cap_put(ring, &meta, iov, n))
+		ring_full(&eng->cap, ring, gen);
 }
 
 void srn_cap_packet(struct srn_engine *eng, unsigned int kind, uint32_t qpn,

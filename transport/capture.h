@@ -33,6 +33,7 @@ struct srn_capture {
 	struct net_cap maps[SRN_CAP_MAPS];
 	char dev[64];
 	uint32_t pid;                   /* ours (getpid is a system call) */
+	_Atomic uint64_t owner_seen_ns; /* last look at a full ring's tool */
 };
 
 struct srn_engine;

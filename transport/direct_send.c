@@ -57,7 +57,7 @@ void direct_send_publish(struct srn_qp *qp, struct net_reg_qpinfo *in)
 		struct srn_srq *srq = qp->srq;
 
 		pthread_mutex_lock(&srq->lock);
-		if (srq->pd != qp->pd || srn_mr_share_fd(srq->ring_share) != fd) {
+		if (!srn_pd_same(srq->pd, qp->pd) || srn_mr_share_fd(srq->ring_share) != fd) {
 			pthread_mutex_unlock(&srq->lock);
 			return;
 		}

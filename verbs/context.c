@@ -83,6 +83,7 @@ SRN_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	srn_ops_init_datapath(&ctx->vctx);
 	srn_ops_init_dm(&ctx->vctx);
 	srn_ops_init_odp(&ctx->vctx);
+	srn_ops_init_parent_domain(&ctx->vctx);
 
 	err = srn_engine_attach(ctx);
 	if (err) {

@@ -4,6 +4,7 @@
 #include "verbs/datapath.h"
 #include "net/clock.h"
 #include "verbs/export.h"
+#include "verbs/pd_buf.h"
 #include "verbs/shared_rings.h"
 
 #include <sched.h>
@@ -220,7 +221,7 @@ static uint64_t cq_read_completion_wallclock_ns(struct ibv_cq_ex *c)
 
 static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
 				void *cq_context, struct ibv_comp_channel *channel,
-				uint32_t comp_vector, uint64_t wc_flags)
+				uint32_t comp_vector, uint64_t wc_flags, struct ibv_pd *parent)
 {
 	struct srn_context *ctx;
 	struct srn_cq *cq;
@@ -243,7 +244,8 @@ static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
 		return NULL;
 	}
 	cq->size = round_pow2(cqe);
-	cq->ring = srn_rings_alloc(ctx, srn_cq_ring_bytes(cq->size), &cq->share);
+	cq->ring = srn_rings_alloc_pd(ctx, parent, SRN_RES_TYPE_CQ, srn_cq_ring_bytes(cq->size),
+				      &cq->share, &cq->ring_buf);
 	if (!cq->ring) {
 		free(cq);
 		errno = ENOMEM;
@@ -262,6 +264,10 @@ static struct srn_cq *cq_create(struct ibv_context *context, uint32_t cqe,
 	pthread_mutex_init(&cq->lock, NULL);
 	atomic_init(&cq->users, 0);
 	cq->wc_flags = wc_flags;
+	if (parent) {
+		cq->parent = srn_pd(parent);
+		atomic_fetch_add(&cq->parent->users, 1);
+	}
 
 	cq->ibv.context = context;
 	cq->ibv.channel = channel;
@@ -311,7 +317,7 @@ SRN_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 		return NULL;
 	}
 	cq = cq_create(context, (uint32_t)cqe, cq_context, channel,
-		       (uint32_t)comp_vector, 0);
+		       (uint32_t)comp_vector, 0, NULL);
 	return cq ? ibv_cq_ex_to_cq(&cq->ibv) : NULL;
 }
 
@@ -340,8 +346,16 @@ struct ibv_cq_ex *srn_create_cq_ex(struct ibv_context *context,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	/* MASK_PD names a parent domain (its allocator gives the ring) */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!attr->parent_domain || attr->parent_domain->context != context ||
+	     srn_pd(attr->parent_domain)->prot == srn_pd(attr->parent_domain))) {
+		errno = EINVAL;
+		return NULL;
+	}
 	cq = cq_create(context, attr->cqe, attr->cq_context, attr->channel,
-		       attr->comp_vector, attr->wc_flags);
+		       attr->comp_vector, attr->wc_flags,
+		       (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ? attr->parent_domain : NULL);
 	return cq ? &cq->ibv : NULL;
 }
 
@@ -494,10 +508,12 @@ SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	if (!cq->share) {
 		for (struct srn_cq_ring *r = cq->ring->retired, *next; r; r = next) {
 			next = r->retired;
-			srn_rings_free(r, srn_cq_ring_bytes(r->size), NULL);
+			srn_rings_free_pd(&cq->ring_buf, r, srn_cq_ring_bytes(r->size), NULL);
 		}
 	}
-	srn_rings_free(cq->ring, srn_cq_ring_bytes(cq->size), cq->share);
+	srn_rings_free_pd(&cq->ring_buf, cq->ring, srn_cq_ring_bytes(cq->size), cq->share);
+	if (cq->parent)
+		atomic_fetch_sub(&cq->parent->users, 1);
 	if (cq->closed)
 		srn_rings_free(cq->closed, srn_cq_ring_bytes(cq->closed->size), cq->closed_share);
 	free(cq);

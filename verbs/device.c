@@ -5,8 +5,10 @@
  *
  * SOFTRNIC_DEVICES overrides discovery: a comma-separated list of IFNAME or
  * IFNAME=DEVNAME, e.g. "lo,eth0=rnic0".  Only the listed interfaces become
- * devices, in that order, optionally renamed.  A listed interface that is
- * not up with an address is skipped with a one-line warning on stderr.
+ * devices, in that order, optionally renamed.  IFNAME:iwarp makes an
+ * iWARP RNIC instead, named srn_iw_IFNAME (verbs/iwarp_dev.c).  A listed
+ * interface that is not up with an address is skipped with a one-line
+ * warning on stderr.
  * Unset or empty means automatic discovery.
  */
 #include "verbs/srn.h"
@@ -144,6 +146,7 @@ static void make_guid(struct srn_device *dev)
 			mac[i] = (uint8_t)(h >> (8 * i));
 		mac[0] = (mac[0] & ~0x01) | 0x02; /* unicast, locally administered */
 	}
+	memcpy(dev->guid_mac, mac, 6);
 	g[0] = mac[0] ^ 0x02;
 	g[1] = mac[1];
 	g[2] = mac[2];
@@ -179,7 +182,7 @@ static void read_link(struct srn_device *dev)
 }
 
 static struct srn_device *make_device(const struct ifaddrs *ifa_list,
-				      const char *ifname, const char *devname)
+				      const char *ifname, const char *devname, bool iwarp)
 {
 	struct srn_device *dev = calloc(1, sizeof(*dev));
 	int idx = srn_num_devices;
@@ -206,7 +209,10 @@ static struct srn_device *make_device(const struct ifaddrs *ifa_list,
 	if (devname)
 		snprintf(dev->ibdev.name, sizeof(dev->ibdev.name), "%s", devname);
 	else
-		snprintf(dev->ibdev.name, sizeof(dev->ibdev.name), "srn_%s", ifname);
+		snprintf(dev->ibdev.name, sizeof(dev->ibdev.name), "srn_%s%s",
+			 iwarp ? "iw_" : "", ifname);
+	if (iwarp)
+		srn_iwarp_dev_init(dev);
 	snprintf(dev->ibdev.dev_name, sizeof(dev->ibdev.dev_name), "srn_uverbs%d", idx);
 	snprintf(dev->ibdev.dev_path, sizeof(dev->ibdev.dev_path),
 		 "/sys/class/infiniband_verbs/srn_uverbs%d", idx);
@@ -279,10 +285,10 @@ static void discover_all(const struct ifaddrs *ifa_list)
 	}
 	qsort(c, (size_t)n, sizeof(c[0]), cand_cmp);
 	for (int i = 0; i < n; i++)
-		add_device(make_device(ifa_list, c[i].name, NULL));
+		add_device(make_device(ifa_list, c[i].name, NULL, false));
 }
 
-/* SOFTRNIC_DEVICES="IFNAME[=DEVNAME],..." */
+/* SOFTRNIC_DEVICES="IFNAME[:iwarp][=DEVNAME],..." */
 static void discover_listed(const struct ifaddrs *ifa_list, const char *spec)
 {
 	char *copy = strdup(spec), *save = NULL;
@@ -292,14 +298,16 @@ static void discover_listed(const struct ifaddrs *ifa_list, const char *spec)
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *devname = strchr(tok, '=');
 		struct srn_device *dev;
+		bool iwarp;
 
 		if (devname)
 			*devname++ = '\0';
+		iwarp = srn_iwarp_spec_strip(tok);
 		if (!*tok)
 			continue;
 		if (devname && !*devname)
 			devname = NULL;
-		dev = strlen(tok) < IF_NAMESIZE ? make_device(ifa_list, tok, devname) : NULL;
+		dev = strlen(tok) < IF_NAMESIZE ? make_device(ifa_list, tok, devname, iwarp) : NULL;
 		if (!dev) {
 			fprintf(stderr, "softrnic: SOFTRNIC_DEVICES: no interface '%s' that is up with an address; skipped\n",
 				tok);

@@ -432,7 +432,7 @@ enum srn_mr_check srn_mr_lookup(struct srn_context *ctx, struct srn_pd *pd, uint
 	if (slot_is_free(mr) ||
 	    (remote ? mr->ibv.rkey : mr->ibv.lkey) != key) {
 		r = SRN_MR_BAD_KEY;
-	} else if (mr->pd != pd) {
+	} else if (!srn_pd_same(mr->pd, pd)) {
 		r = SRN_MR_PD_MISMATCH;
 	} else if (access & ~mr->access) {
 		r = SRN_MR_NO_ACCESS;

@@ -184,7 +184,7 @@ static enum ibv_wc_status bind_check(struct srn_qp *qp, struct srn_mw *m,
 	unsigned int acc = w->imm_data;
 	void *p;
 
-	if (m->pd != qp->pd)
+	if (!srn_pd_same(m->pd, qp->pd))
 		return IBV_WC_MW_BIND_ERR;
 	if (m->ibv.type == IBV_MW_TYPE_2 && m->bound)
 		return IBV_WC_MW_BIND_ERR;
@@ -237,7 +237,7 @@ static bool invalidate(struct srn_qp *qp, uint32_t rkey)
 
 	pthread_mutex_lock(&tab_lock);
 	m = mw_of_key(qp->ctx, rkey);
-	if (m && m->ibv.type == IBV_MW_TYPE_2 && m->pd == qp->pd && m->bound) {
+	if (m && m->ibv.type == IBV_MW_TYPE_2 && srn_pd_same(m->pd, qp->pd) && m->bound) {
 		m->bound = false;
 		changed(m->ctx);
 		ok = true;
@@ -277,7 +277,7 @@ enum srn_mr_check srn_rkey_resolve_pd(struct srn_qp *qp, struct srn_pd *pd, uint
 	m = mw_of_key(qp->ctx, rkey);
 	if (!m || !m->bound)
 		r = SRN_MR_BAD_KEY;
-	else if (m->pd != pd ||
+	else if (!srn_pd_same(m->pd, pd) ||
 		 (m->ibv.type == IBV_MW_TYPE_2 && m->qpn != qp->ex.qp_base.qp_num))
 		r = SRN_MR_PD_MISMATCH;
 	else if (access & ~m->access)

@@ -3,6 +3,7 @@
  * searches by QPN for every incoming packet.  modify_qp is qp_state.c,
  * posting is qp_post.c and qp_wr.c. */
 #include "verbs/datapath.h"
+#include "verbs/pd_buf.h"
 #include "verbs/shared_rings.h"
 #include "verbs/export.h"
 
@@ -142,10 +143,17 @@ static int check_init_attr(struct ibv_context *context,
 		break;
 	case IBV_QPT_XRC_SEND:
 	case IBV_QPT_XRC_RECV:
-		return srn_xrc_check_init_attr(context, a);
+		/* (iWARP has RC only, as siw) */
+		return srn_ctx(context)->dev->iwarp ? EOPNOTSUPP
+						    : srn_xrc_check_init_attr(context, a);
+	case IBV_QPT_RAW_PACKET:
+		return srn_raw_qp_refusal();
 	default:
-		return EOPNOTSUPP; /* raw packet, driver QPs */
+		return EOPNOTSUPP; /* driver QPs */
 	}
+	/* iWARP has RC only, as siw; and no RC path over TCP yet */
+	if (srn_ctx(context)->dev->iwarp)
+		return EOPNOTSUPP;
 	if (!a->pd || a->pd->context != context)
 		return EINVAL;
 	if (!a->send_cq || a->send_cq->context != context)
@@ -169,9 +177,11 @@ static void qp_free(struct srn_qp *qp)
 	pthread_cond_destroy(&qp->ex.qp_base.cond);
 	pthread_mutex_destroy(&qp->ex.qp_base.mutex);
 	pthread_mutex_destroy(&qp->lock);
-	free(qp->sq.wqe);
+	if (!srn_pd_buf_free(&qp->sq_buf, qp->sq.wqe))
+		free(qp->sq.wqe);
 	if (qp->rqs)
-		srn_rings_free(qp->rqs, srn_rq_ring_bytes(qp->rq.max_wr), qp->rq_share);
+		srn_rings_free_pd(&qp->rq_buf, qp->rqs, srn_rq_ring_bytes(qp->rq.max_wr),
+				  qp->rq_share);
 	if (qp->srq_hdr) {
 		atomic_store(&qp->srq_hdr->open, 0);
 		srn_rings_free(qp->srq_hdr, srn_rq_ring_bytes(0), qp->srq_hdr_share);
@@ -264,8 +274,9 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		qp->rq.max_sge = a->cap.max_recv_sge;
 		/* a ring a same-host peer can take from (verbs/shared_rings.h)
 		 * when its receive CQ is one the peer can complete into */
-		qp->rqs = srn_rings_alloc(peer_completes(a) ? srn_ctx(context) : NULL,
-					  srn_rq_ring_bytes(qp->rq.max_wr), &qp->rq_share);
+		qp->rqs = srn_rings_alloc_pd(peer_completes(a) ? srn_ctx(context) : NULL, a->pd,
+					     SRN_RES_TYPE_QP_RQ, srn_rq_ring_bytes(qp->rq.max_wr),
+					     &qp->rq_share, &qp->rq_buf);
 		if (qp->rqs) {
 			qp->rqs->magic = SRN_RINGS_MAGIC;
 			qp->rqs->max_wr = qp->rq.max_wr;
@@ -273,7 +284,10 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 			qp->rq.wqe = qp->rqs->wqe;
 		}
 	}
-	qp->sq.wqe = calloc(qp->sq.max_wr, sizeof(struct srn_send_wqe));
+	qp->sq.wqe = srn_pd_buf_alloc(a->pd, SRN_RES_TYPE_QP_SQ,
+				      qp->sq.max_wr * sizeof(struct srn_send_wqe), 64, &qp->sq_buf);
+	if (qp->sq.wqe == IBV_ALLOCATOR_USE_DEFAULT)
+		qp->sq.wqe = calloc(qp->sq.max_wr, sizeof(struct srn_send_wqe));
 	if (!qp->sq.wqe || (!a->srq && !qp->rq.wqe && !srn_qp_type_xrc(a->qp_type))) {
 		qp_free(qp);
 		errno = ENOMEM;

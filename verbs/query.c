@@ -80,9 +80,15 @@ static void fill_device_attr(struct ibv_context *context, struct ibv_device_attr
 SRN_EXPORT int ibv_query_device(struct ibv_context *context,
 				struct ibv_device_attr *device_attr)
 {
+	struct ibv_device_attr_ex x;
+
 	if (!context || !device_attr)
 		return EINVAL;
-	fill_device_attr(context, device_attr);
+	memset(&x, 0, sizeof(x));
+	fill_device_attr(context, &x.orig_attr);
+	if (ctx_dev(context)->iwarp)
+		srn_iwarp_device_attr(&x);
+	*device_attr = x.orig_attr;
 	return 0;
 }
 
@@ -121,6 +127,8 @@ static int srn_query_device_ex(struct ibv_context *context,
 	/* XRC: RC's operations, into XRC SRQs (verbs/xrcd.c) */
 	full.xrc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
 			    IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	if (ctx_dev(context)->iwarp)
+		srn_iwarp_device_attr(&full);
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	return 0;
 }
@@ -218,6 +226,8 @@ void srn_dev_port_attr(struct srn_device *dev, struct ibv_port_attr *p)
 	port_speed(dev, &p->active_width, &p->active_speed);
 	p->phys_state = link ? (uint8_t)(link >> 8) : 5; /* 5: LinkUp */
 	p->link_layer = IBV_LINK_LAYER_ETHERNET;
+	if (dev->iwarp)
+		srn_iwarp_port_attr(dev, p);
 }
 
 /* vctx->query_port, which the inline ibv_query_port() calls with
@@ -259,6 +269,15 @@ static int gid_entry(struct ibv_context *context, uint32_t port_num,
 		return EINVAL;
 	dev = ctx_dev(context);
 	memset(e, 0, sizeof(*e));
+	if (dev->iwarp) { /* one entry, as siw */
+		if (index > 0)
+			return EINVAL;
+		srn_iwarp_gid(dev, &e->gid);
+		e->port_num = port_num;
+		e->gid_type = IBV_GID_TYPE_IB;
+		e->ndev_ifindex = (uint32_t)dev->ifindex;
+		return 0;
+	}
 	if (index >= (uint32_t)dev->num_gids)
 		return ENODATA;
 	e->gid = dev->gid[index];
@@ -307,7 +326,8 @@ SRN_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 		errno = EINVAL;
 		return -1;
 	}
-	*type = ret == ENODATA ? SRN_GID_TYPE_SYSFS_IB_ROCE_V1 : SRN_GID_TYPE_SYSFS_ROCE_V2;
+	*type = ret == ENODATA || e.gid_type == IBV_GID_TYPE_IB ? SRN_GID_TYPE_SYSFS_IB_ROCE_V1
+								 : SRN_GID_TYPE_SYSFS_ROCE_V2;
 	return 0;
 }
 

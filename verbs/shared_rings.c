@@ -7,6 +7,7 @@
 
 #include "verbs/mr_dir.h"
 #include "verbs/mr_share.h"
+#include "verbs/pd_buf.h"
 
 static size_t page_round(size_t bytes)
 {
@@ -40,6 +41,28 @@ void srn_rings_free(void *block, size_t bytes, struct srn_mr_share *share)
 		return;
 	srn_mr_share_put(share);
 	munmap(block, page_round(bytes));
+}
+
+void *srn_rings_alloc_pd(struct srn_context *ctx, struct ibv_pd *pd, uint64_t code,
+			 size_t bytes, struct srn_mr_share **share, struct srn_pd_buf *rec)
+{
+	rec->p = NULL;
+	/* a ring peers map must be memfd-backed: never the allocator's */
+	if (!(ctx && srn_mrdir_active(ctx))) {
+		void *b = srn_pd_buf_alloc(pd, code, bytes, (size_t)sysconf(_SC_PAGESIZE), rec);
+
+		*share = NULL;
+		if (b != IBV_ALLOCATOR_USE_DEFAULT)
+			return b;
+	}
+	return srn_rings_alloc(ctx, bytes, share);
+}
+
+void srn_rings_free_pd(struct srn_pd_buf *rec, void *block, size_t bytes,
+		       struct srn_mr_share *share)
+{
+	if (!srn_pd_buf_free(rec, block))
+		srn_rings_free(block, bytes, share);
 }
 
 uint32_t srn_ring_tag(void)

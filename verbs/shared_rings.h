@@ -374,5 +374,13 @@ uint32_t srn_ring_tag(void);
  * publishes its MRs: *share is then its mr_share backing.  NULL + errno. */
 void *srn_rings_alloc(struct srn_context *ctx, size_t bytes, struct srn_mr_share **share);
 void srn_rings_free(void *block, size_t bytes, struct srn_mr_share *share);
+/* The same for an object made in pd: a ring that will not be shared
+ * comes from pd's allocator when pd is a parent domain with one
+ * (SRN_RES_TYPE_* code, verbs/pd_buf.h; recorded in *rec). */
+void *srn_rings_alloc_pd(struct srn_context *ctx, struct ibv_pd *pd, uint64_t code,
+			 size_t bytes, struct srn_mr_share **share, struct srn_pd_buf *rec);
+/* Frees block, into rec's allocator if it came from there. */
+void srn_rings_free_pd(struct srn_pd_buf *rec, void *block, size_t bytes,
+		       struct srn_mr_share *share);
 
 #endif

@@ -68,6 +68,9 @@ struct srn_device {
 	 * (transport/link_watch.c): 0 = not watched (loopback, no netlink):
 	 * active; else enum ibv_port_state | phys_state << 8. */
 	_Atomic uint16_t port_link;
+	bool iwarp;                  /* an iWARP RNIC (IFNAME:iwarp), verbs/iwarp_dev.c */
+	uint8_t guid_mac[6];         /* the MAC node_guid derives from (made up
+				      * when the interface has none) */
 };
 
 static inline struct srn_device *srn_dev(struct ibv_device *d)
@@ -134,12 +137,45 @@ void srn_ops_init_device(struct verbs_context *vctx);      /* verbs/query.c */
 void srn_ops_init_datapath(struct verbs_context *vctx);    /* verbs/qp.c etc. */
 void srn_ops_init_dm(struct verbs_context *vctx);          /* verbs/dm.c */
 void srn_ops_init_odp(struct verbs_context *vctx);         /* verbs/mr_odp.c */
+void srn_ops_init_parent_domain(struct verbs_context *vctx); /* verbs/parent_domain.c */
 
 /* ---- PD, MR ------------------------------------------------------------ */
 
+/* A thread domain (verbs/parent_domain.c): only counted, see there. */
+struct srn_td {
+	struct ibv_td ibv;
+	atomic_uint users;           /* parent domains holding it (EBUSY) */
+};
+
+/* A PD, or a parent domain (ibv_alloc_parent_domain), which has the
+ * identity of the PD it was made from: prot and ibv.handle are that PD's,
+ * so every protection check compares prot (srn_pd_same). */
 struct srn_pd {
 	struct ibv_pd ibv;           /* handle = unique id within the context */
-	atomic_uint users;           /* MRs, QPs, AHs, SRQs holding it (EBUSY) */
+	atomic_uint users;           /* MRs, QPs, AHs, SRQs, CQs, parent
+				      * domains holding it (EBUSY) */
+	struct srn_pd *prot;         /* the protection domain: itself, or a
+				      * parent domain's PD */
+	struct srn_td *td;           /* parent domain: its thread domain */
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
+		       size_t alignment, uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
+		     uint64_t resource_type);
+	void *pd_context;            /* parent domain: handed to alloc/free */
+};
+
+/* Do two PDs (or parent domains) protect the same memory? */
+static inline bool srn_pd_same(const struct srn_pd *a, const struct srn_pd *b)
+{
+	return a->prot == b->prot;
+}
+
+/* A buffer of an object that came from a parent domain's allocator
+ * (verbs/parent_domain.c): p is NULL when softrnic allocated it. */
+struct srn_pd_buf {
+	struct srn_pd *pd;           /* the parent domain */
+	void *p;
+	uint64_t type;               /* the resource type alloc was given */
 };
 
 struct srn_mr {
@@ -228,6 +264,10 @@ struct srn_cq {
 					* (destroy waits until all are acked) */
 	atomic_uint async_events_reported; /* CQ_ERR events posted (destroy
 					    * waits for their acks) */
+	struct srn_pd *parent;       /* ibv_create_cq_ex's parent domain (a
+				      * user of it), or NULL */
+	struct srn_pd_buf ring_buf;  /* the first ring, if parent's allocator
+				      * gave it */
 };
 
 /* Is cq armed (ibv_req_notify_cq, no event since)?  Any thread. */
@@ -362,6 +402,8 @@ struct srn_qp {
 	uint32_t num_mcast;          /* valid entries in mcast[] */
 	atomic_uint events_reported; /* async events posted on it (destroy
 				      * waits for their acks) */
+	struct srn_pd_buf sq_buf, rq_buf; /* sq.wqe, rqs: if a parent
+				      * domain's allocator gave them */
 };
 
 static inline struct srn_qp *srn_qp(struct ibv_qp *q)
@@ -378,6 +420,10 @@ static inline bool srn_qp_type_xrc(enum ibv_qp_type t)
  * destroy that only drops an ibv_open_qp handle (true: the QP stays). */
 int srn_xrc_check_init_attr(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a);
 bool srn_xrc_drop_open(struct srn_qp *qp);
+
+/* Why ibv_create_qp refuses a raw packet QP: EPERM without CAP_NET_RAW
+ * (as the kernel answers for hardware), else EOPNOTSUPP (verbs/raw_qp.c). */
+int srn_raw_qp_refusal(void);
 
 /* Local QP by number, or NULL.  Takes the context lock. */
 struct srn_qp *srn_qp_lookup(struct srn_context *ctx, uint32_t qpn);
@@ -416,6 +462,8 @@ struct srn_srq {
 	atomic_uint users;           /* QPs attached to it (EBUSY) */
 	atomic_uint events_reported; /* async events posted on it (destroy
 				      * waits until all are acked) */
+	struct srn_pd_buf ring_buf;  /* the first ring, if a parent domain's
+				      * allocator gave it */
 };
 
 static inline struct srn_srq *srn_srq(struct ibv_srq *s)

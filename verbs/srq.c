@@ -5,6 +5,7 @@
  * host-wide number: verbs/xrcd.c); no tag matching. */
 #include "verbs/datapath.h"
 #include "verbs/export.h"
+#include "verbs/pd_buf.h"
 #include "verbs/shared_rings.h"
 
 #include <stdlib.h>
@@ -28,11 +29,14 @@ struct srn_srq_old {
 };
 
 /* A ring of slots entries, shared with same-host peers when ctx publishes
- * its MRs (srn_rings_alloc).  NULL + errno. */
-static struct srn_rq_ring *srq_ring_new(struct srn_context *ctx, uint32_t slots,
-					uint32_t max_sge, struct srn_mr_share **share)
+ * its MRs (srn_rings_alloc); else from pd's allocator if pd is a parent
+ * domain with one (*rec).  NULL + errno. */
+static struct srn_rq_ring *srq_ring_new(struct srn_context *ctx, struct ibv_pd *pd,
+					uint32_t slots, uint32_t max_sge,
+					struct srn_mr_share **share, struct srn_pd_buf *rec)
 {
-	struct srn_rq_ring *r = srn_rings_alloc(ctx, srn_rq_ring_bytes(slots), share);
+	struct srn_rq_ring *r = srn_rings_alloc_pd(ctx, pd, SRN_RES_TYPE_SRQ,
+						   srn_rq_ring_bytes(slots), share, rec);
 
 	if (!r)
 		return NULL;
@@ -66,7 +70,8 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context,
 	srq->max_wr = round_pow2(attr->max_wr ? attr->max_wr : 1);
 	srq->max_sge = attr->max_sge ? attr->max_sge : 1;
 	srq->slots = srn_rq_ring_slots(srq->max_wr);
-	srq->ring = srq_ring_new(ctx, srq->slots, srq->max_sge, &srq->ring_share);
+	srq->ring = srq_ring_new(ctx, pd, srq->slots, srq->max_sge, &srq->ring_share,
+				 &srq->ring_buf);
 	if (!srq->ring) {
 		free(srq);
 		errno = ENOMEM;
@@ -204,11 +209,12 @@ static int srq_resize(struct srn_srq *srq, uint32_t want)
 	struct srn_rq_ring *ring;
 	struct srn_mr_share *share;
 	struct srn_recv_wqe w;
+	struct srn_pd_buf own; /* (a resize's ring is softrnic's own) */
 
 	if (cap == srq->max_wr)
 		return 0;
 	old = calloc(1, sizeof(*old));
-	ring = old ? srq_ring_new(srq->ctx, slots, srq->max_sge, &share) : NULL;
+	ring = old ? srq_ring_new(srq->ctx, NULL, slots, srq->max_sge, &share, &own) : NULL;
 	if (!ring) {
 		free(old);
 		return ENOMEM;
@@ -439,12 +445,13 @@ SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_mutex_destroy(&srq->lock);
 	atomic_store(&srq->ring->open, 0);
-	srn_rings_free(srq->ring, srn_rq_ring_bytes(srq->slots), srq->ring_share);
+	srn_rings_free_pd(&srq->ring_buf, srq->ring, srn_rq_ring_bytes(srq->slots),
+			  srq->ring_share);
 	while (srq->retired) {
 		struct srn_srq_old *o = srq->retired;
 
 		srq->retired = o->next;
-		srn_rings_free(o->ring, srn_rq_ring_bytes(o->slots), o->share);
+		srn_rings_free_pd(&srq->ring_buf, o->ring, srn_rq_ring_bytes(o->slots), o->share);
 		free(o);
 	}
 	free(srq);

@@ -229,9 +229,14 @@ static void write_port(struct view *v, struct srn_device *dev, const char *d)
 	for (int i = 0; i < (int)pa.gid_tbl_len && i < SRN_MAX_GID; i++) {
 		const uint8_t *g = dev->gid[i].raw;
 		static const uint8_t zero[16];
+		union ibv_gid iw;
 
 		if (i >= dev->num_gids)
 			g = zero;
+		if (dev->iwarp) {
+			srn_iwarp_gid(dev, &iw);
+			g = iw.raw;
+		}
 		snprintf(rel, sizeof(rel), "%s/ports/1/gids/%d", d, i);
 		putf(v, rel, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x\n",
 		     g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
@@ -239,7 +244,7 @@ static void write_port(struct view *v, struct srn_device *dev, const char *d)
 		if (i >= dev->num_gids)
 			continue;
 		snprintf(rel, sizeof(rel), "%s/ports/1/gid_attrs/types/%d", d, i);
-		putf(v, rel, "RoCE v2\n");
+		putf(v, rel, dev->iwarp ? "IB/RoCE v1\n" : "RoCE v2\n");
 		snprintf(rel, sizeof(rel), "%s/ports/1/gid_attrs/ndevs/%d", d, i);
 		putf(v, rel, "%s\n", dev->ifname);
 	}
@@ -259,7 +264,7 @@ static void write_device(struct view *v, struct srn_device *dev)
 		snprintf(rel, sizeof(rel), "%s/" file, d); \
 		putf(v, rel, __VA_ARGS__); \
 	} while (0)
-	DEV_FILE("node_type", "1: CA\n");
+	DEV_FILE("node_type", dev->iwarp ? "4: RNIC\n" : "1: CA\n");
 	DEV_FILE("node_guid", "%s\n", guid);
 	DEV_FILE("sys_image_guid", "%s\n", guid);
 	DEV_FILE("fw_ver", "%s\n", SRN_VERSION);

@@ -107,6 +107,10 @@ static struct ibv_xrcd *srn_open_xrcd(struct ibv_context *context,
 	struct stat st;
 	int err = 0, lock;
 
+	if (srn_ctx(context)->dev && srn_ctx(context)->dev->iwarp) {
+		errno = EOPNOTSUPP; /* iWARP has RC only, as siw */
+		return NULL;
+	}
 	if (!a || (a->comp_mask & ~(uint32_t)(IBV_XRCD_INIT_ATTR_RESERVED - 1))) {
 		errno = a ? EOPNOTSUPP : EINVAL;
 		return NULL;

@@ -249,6 +249,26 @@ static __attribute__((unused)) void t_echo_failures(FILE *f)
 			fputs(line, stdout);
 }
 
+/* After the last ibv_close_device: give stderr back (t_log_end), echo
+ * the failures, and check the engines' direct_send counter: 0 under
+ * SOFTRNIC_TRANSPORT=udp, else want. */
+static __attribute__((unused)) void t_check_direct_sends(struct t_log *l, bool udp,
+							 unsigned long long want)
+{
+	FILE *f = t_log_end(l);
+	unsigned long long direct = f ? t_counter_sum(f, "direct_send") : 0;
+
+	printf("direct_send %llu\n", direct);
+	if (f)
+		t_echo_failures(f);
+	if (udp)
+		CHECK(direct == 0, "no direct SEND under SOFTRNIC_TRANSPORT=udp (%llu)", direct);
+	else
+		CHECK(direct == want, "direct SENDs %llu (expected %llu)", direct, want);
+	if (f)
+		fclose(f);
+}
+
 /* An RC QP of e's PD and CQ receiving through srq, in INIT; NULL on
  * failure. */
 static __attribute__((unused)) struct ibv_qp *t_srq_qp(struct t_end *e, struct ibv_srq *srq)

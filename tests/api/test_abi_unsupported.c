@@ -28,15 +28,13 @@
 
 static void t_context_calls(struct ibv_context *ctx)
 {
-	struct ibv_td_init_attr td = { 0 };
 	struct ibv_counters_init_attr cnt = { 0 };
 	struct ibv_flow_action_esp_attr esp;
 	struct ibv_rwq_ind_table_init_attr rwq = { 0 };
 
 	/* (XRC domains and ibv_open_qp: tests/api/test_xrc.c) */
-	printf("context-level unsupported verbs: td, counters, "
+	printf("context-level unsupported verbs: counters, "
 	       "flow action, rwq table, import\n");
-	T_NULL_EOPNOTSUPP(ibv_alloc_td(ctx, &td));
 	T_NULL_EOPNOTSUPP(ibv_create_counters(ctx, &cnt));
 	memset(&esp, 0, sizeof(esp));
 	T_NULL_EOPNOTSUPP(ibv_create_flow_action_esp(ctx, &esp));

@@ -80,9 +80,6 @@ int main(void)
 	ia.recv_cq = NULL;
 	T_OK(create_err(pd, &ia) == EINVAL, "no recv CQ (no SRQ) -> EINVAL");
 	ia = base();
-	ia.qp_type = IBV_QPT_RAW_PACKET;
-	T_OK(create_err(pd, &ia) == EOPNOTSUPP, "raw packet QP -> EOPNOTSUPP");
-	ia = base();
 	ia.qp_type = IBV_QPT_UD;
 	T_OK(create_err(pd, &ia) == 0, "UD QP");
 	ia = base();

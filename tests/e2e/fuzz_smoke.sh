@@ -8,9 +8,9 @@
 # the input in $SRN_BUILD/fuzz-build/crashes.
 . "$(dirname "$0")/../lib/e2e.sh"
 t_need clang cmake
-# make check: a few seconds each (5 targets); make fuzz sets more
+# make check: a few seconds each (6 targets); make fuzz sets more
 SECS=${FUZZ_SECONDS:-8}
-TARGETS="fuzz_wire_decode fuzz_responder fuzz_cm_mad fuzz_shm_ring fuzz_shared_rings"
+TARGETS="fuzz_wire_decode fuzz_iwarp_codec fuzz_responder fuzz_cm_mad fuzz_shm_ring fuzz_shared_rings"
 FB="$SRN_BUILD/fuzz-build"
 # libFuzzer ships in libclang-rt-NN-dev: try a tiny link before building all.
 printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' >"$T_TMP/p.c"
