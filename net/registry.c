@@ -237,7 +237,9 @@ int net_registry_local_peer(struct net_registry *reg, uint32_t qpn,
 		return -ENOENT;
 	if (!net_registry_live_owner(reg, in->dqpn) ||
 	    net_registry_qpinfo(reg, in->dqpn, peer, NULL) || peer->dqpn != qpn ||
-	    peer->type != in->type)
+	    peer->type != (in->type == IBV_QPT_XRC_SEND   ? IBV_QPT_XRC_RECV /* XRC: */
+			   : in->type == IBV_QPT_XRC_RECV ? IBV_QPT_XRC_SEND /* the other */
+							  : in->type))
 		return -ENOENT;
 	return 0;
 }

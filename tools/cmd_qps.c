@@ -47,6 +47,8 @@ static const char *type_name(unsigned t)
 	case IBV_QPT_RC: return "RC";
 	case IBV_QPT_UC: return "UC";
 	case IBV_QPT_UD: return "UD";
+	case IBV_QPT_XRC_SEND: return "XRCI"; /* XRC initiator */
+	case IBV_QPT_XRC_RECV: return "XRCT"; /* XRC target */
 	default: return "?";
 	}
 }

@@ -48,7 +48,7 @@ void direct_publish(struct srn_rc_state *rc)
 	memset(&in, 0, sizeof(in));
 	in.pid = getpid();
 	in.state = (uint8_t)st;
-	in.type = (uint8_t)rc->type;
+	in.type = (uint8_t)qp->ex.qp_base.qp_type; /* (XRC: not rc->type) */
 	if (ud) {
 		/* any sender may come: it checks our address and Q_Key */
 		in.dfamily = (uint16_t)rc->eng->udp.local.family;
@@ -59,7 +59,7 @@ void direct_publish(struct srn_rc_state *rc)
 		in.dqpn = rc->dqpn;
 		memcpy(in.dip, rc->peer.ip, sizeof(in.dip));
 	}
-	if ((ud || (rc_connected(rc) && rc->path_ok)) && net_shm_allowed() &&
+	if (!rc->xrc && (ud || (rc_connected(rc) && rc->path_ok)) && net_shm_allowed() &&
 	    (st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQD)) {
 		in.flags = NET_REG_QP_DIRECT;
 		in.mrdir_nonce = qp->ctx->mrdir_nonce;
@@ -135,7 +135,7 @@ struct direct_qp *direct_qp_new(struct srn_rc_state *rc)
 	if (!d)
 		return NULL;
 	d->dqpn = rc->dqpn;
-	d->off = !direct_reachable(rc) ||
+	d->off = rc->xrc || !direct_reachable(rc) ||
 		 !(d->qgen = net_registry_qpinfo_seq(rc->eng->reg, rc->dqpn));
 	/* our own directory, for our gather lists (direct_gather) */
 	if (!d->off && rc->qp->pd && srn_mrdir_active(rc->qp->ctx)) {

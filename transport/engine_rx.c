@@ -127,7 +127,7 @@ static void rx_pkt(struct srn_engine *eng, struct net_udp_msg *m, struct rx_hold
 		return;
 	}
 	svc = pkt.opcode & 0xe0;
-	if (svc != WIRE_RC && svc != WIRE_UC && svc != WIRE_UD) {
+	if (svc != WIRE_RC && svc != WIRE_UC && svc != WIRE_UD && svc != WIRE_XRC) {
 		eng->cnt[SRN_CNT_rx_drop_not_rc]++;
 		return;
 	}
@@ -176,7 +176,7 @@ deliver:
 	if (rc->dead) {
 		rc_count(rc, SRN_CNT_rx_drop_no_qp);
 	} else if (svc != (rc->type == IBV_QPT_UD ? WIRE_UD :
-			   rc->type == IBV_QPT_UC ? WIRE_UC : WIRE_RC)) {
+			   rc->type == IBV_QPT_UC ? WIRE_UC : rc->xrc ? WIRE_XRC : WIRE_RC)) {
 		rc_count(rc, SRN_CNT_rx_drop_not_rc); /* wrong service for the QP */
 	} else if (svc == WIRE_UD) {
 		ud_rx(rc, &pkt, &l3, m->len);
@@ -184,6 +184,9 @@ deliver:
 		rc_count(rc, SRN_CNT_rx_drop_no_path);
 	} else if (svc == WIRE_UC) {
 		uc_responder_rx(rc, &pkt);
+	} else if (svc == WIRE_XRC && (wire_opcodes[pkt.opcode].caps & WIRE_IS_REQ)) {
+		eng->rx_reqs++;
+		xrc_responder_rx(rc, &pkt);
 	} else {
 		caps = wire_opcodes[pkt.opcode].caps;
 		if (caps & WIRE_IS_REQ) {

@@ -63,10 +63,11 @@ void rc_flush_rq(struct srn_rc_state *rc)
 		.qp_num = rc->qpn,
 	};
 
-	/* first a WQE already taken for a message in progress */
+	/* first a WQE already taken for a message in progress (an XRC
+	 * target's: from the SRQ the message named, completing there) */
 	if (rc->rwqe_have) {
 		wc.wr_id = rc->rwqe.wr_id;
-		srn_cq_push(qp->recv_cq, &wc, false);
+		srn_cq_push(rc->xrc ? rc->rwqe_cq : qp->recv_cq, &wc, false);
 		rc->rwqe_have = false;
 	}
 	/* an SRQ's WQEs are other QPs' too: they stay.  At most a ring's

@@ -60,6 +60,10 @@ int srn_transport_qp_create(struct srn_qp *qp)
 	rc->eng = eng;
 	rc->qpn = qp->ex.qp_base.qp_num;
 	rc->type = qp->ex.qp_base.qp_type;
+	if (rc->type == IBV_QPT_XRC_SEND || rc->type == IBV_QPT_XRC_RECV) {
+		rc->type = IBV_QPT_RC; /* RC's engines, XRC's opcodes */
+		rc->xrc = true;
+	}
 	rc->pmtu = 1024;
 	if (rc->type == IBV_QPT_UD) {
 		rc->pmtu = 128u << srn_dev_active_mtu(qp->ctx->dev);

@@ -103,6 +103,14 @@ struct srn_rc_state {
 	atomic_int inflight;         /* receivers/timer holding a pointer */
 	bool dead;                   /* being destroyed: touch nothing */
 	enum ibv_qp_type type;       /* RC, UC or UD: picks the engines */
+	bool xrc;                    /* an XRC QP (type RC here): XRC opcodes,
+				      * packets only (transport/xrc.c) */
+	struct srn_srq *xsrq;        /* XRC target: the SRQ the packet being
+				      * handled names (held, xrc_rx) */
+	struct srn_cq *rwqe_cq;      /* XRC target: the CQ of the SRQ that rwqe
+				      * came from */
+	uint32_t xrc_msg_srqn;       /* XRC target: the SRQ the message in
+				      * progress began with */
 	/* selective retransmission (sr.c): ECE asked for it (ibv_set_ece),
 	 * and the responder's packets held ahead of epsn (kept across a
 	 * reset, emptied by it) */
@@ -443,6 +451,17 @@ void sr_seen(struct srn_rc_state *rc, uint32_t psn, void (*nak)(struct srn_rc_st
 
 /* responder.c */
 void responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);
+/* An XRC request: to the SRQ it names, then responder_rx (xrc.c). */
+void xrc_responder_rx(struct srn_rc_state *rc, const struct wire_pkt *pkt);
+
+/* The PD a receive WQE's lkeys are checked in: an XRC SRQ's, an SRQ's,
+ * the QP's. */
+static inline struct srn_pd *xrc_resp_pd(const struct srn_rc_state *rc)
+{
+	if (rc->xsrq)
+		return rc->xsrq->pd;
+	return rc->qp->srq ? rc->qp->srq->pd : rc->qp->pd;
+}
 /* responder.c: the end of a receive batch on this thread: send the ACKs
  * it held back (on an application thread: those of the batch before, so
  * the application sees its completions first).  No QP lock held. */

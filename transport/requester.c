@@ -303,6 +303,7 @@ static int send_one(struct srn_rc_state *rc, struct srn_send_wqe *w, uint32_t ba
 
 	wire_pkt_clear(&h);
 	h.psn = psn;
+	h.xrcsrq = w->remote_qpn; /* XRC's XRCETH (other opcodes have none) */
 	if (w->opcode == IBV_WR_RDMA_READ) {
 		len = read_len(rc, w, base);
 		adv = rc_pmtu_div_up(rc, len);

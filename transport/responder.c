@@ -177,7 +177,9 @@ static void ack_later(struct srn_rc_state *rc, uint32_t psn)
 	if (!rc->ack_pending) {
 		struct ack_list *al = ack_list();
 
-		if (rc->shm_peer || al->n == RESP_ACK_LIST) {
+		/* (an XRC target never sends: no reply of its own could
+		 * carry the ACK, which would wait for the timer) */
+		if (rc->shm_peer || rc->xrc || al->n == RESP_ACK_LIST) {
 			rc->ack_pending = true;
 			rc->ack_psn = psn;
 			responder_ack_flush(rc);
@@ -362,7 +364,8 @@ void responder_push_recv_wc(struct srn_rc_state *rc, struct srn_recv_wqe *r,
 		wc.invalidated_rkey = pkt->ieth_rkey;
 		wc.wc_flags |= IBV_WC_WITH_INV;
 	}
-	srn_cq_push(qp->recv_cq, &wc, pkt->se);
+	/* (an XRC target completes into the CQ of the SRQ the WQE came from) */
+	srn_cq_push(rc->xrc ? rc->rwqe_cq : qp->recv_cq, &wc, pkt->se);
 	rc->rwqe_have = false;
 }
 
@@ -375,7 +378,12 @@ struct srn_recv_wqe *responder_recv_wqe(struct srn_rc_state *rc)
 	struct srn_qp *qp = rc->qp;
 
 	if (!rc->rwqe_have) {
-		if (qp->srq)
+		if (rc->xsrq) {
+			rc->rwqe_have = srn_srq_take(rc->xsrq, &rc->rwqe) == 0;
+			rc->rwqe_cq = rc->xsrq->xrc_cq;
+		} else if (rc->xrc)
+			rc->rwqe_have = false;
+		else if (qp->srq)
 			rc->rwqe_have = srn_srq_take(qp->srq, &rc->rwqe) == 0;
 		else if (qp->rqs)
 			rc->rwqe_have = srn_rq_ring_take(qp->rqs, qp->rq.max_wr, &rc->rwqe) == 0;
@@ -388,11 +396,13 @@ static enum resp_state check_qp(struct srn_rc_state *rc, struct resp_pkt *p)
 {
 	enum ibv_qp_state st = rc_state(rc);
 
-	(void)p;
 	if (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD) {
 		rc_count(rc, SRN_CNT_rx_drop_qp_state);
 		return RS_DROP;
 	}
+	/* XRC: no SRQ of that number in the target's XRC domain (xrc.c) */
+	if (rc->xrc && !rc->xsrq && (p->caps & WIRE_HAS_XRCETH))
+		return RS_ERR_INV_REQ;
 	return RS_CHECK_PSN;
 }
 
@@ -432,6 +442,10 @@ static enum resp_state check_op_seq(struct srn_rc_state *rc, struct resp_pkt *p)
 	uint32_t c = p->caps;
 	unsigned int acc = rc->qp->a.attr.qp_access_flags;
 
+	/* XRC: a message's packets all name the SRQ it began with */
+	if (rc->xrc && rc->in_msg != RC_MSG_NONE && p->pkt->xrcsrq != rc->xrc_msg_srqn)
+		return RS_ERR_INV_REQ;
+	rc->xrc_msg_srqn = p->pkt->xrcsrq;
 	switch (rc->in_msg) {
 	case RC_MSG_SEND:
 		if (!(c & WIRE_IS_SEND) || (c & WIRE_IS_FIRST))
@@ -489,7 +503,6 @@ static enum resp_state check_len(struct srn_rc_state *rc, struct resp_pkt *p)
 
 static enum resp_state check_resource(struct srn_rc_state *rc, struct resp_pkt *p)
 {
-	struct srn_qp *qp = rc->qp;
 	uint32_t c = p->caps;
 	bool needs_rwqe = (c & WIRE_IS_SEND) ||
 			  ((c & WIRE_IS_WRITE) && (c & WIRE_HAS_IMMDT));
@@ -504,7 +517,7 @@ static enum resp_state check_resource(struct srn_rc_state *rc, struct resp_pkt *
 	if ((c & WIRE_IS_SEND) && rc->msg_off + p->pkt->payload_len > p->rwqe->length)
 		return RS_ERR_LOC_LEN;
 	if (c & WIRE_IS_SEND) {
-		p->niov = rc_sge_map_cached(rc, qp->srq ? qp->srq->pd : qp->pd,
+		p->niov = rc_sge_map_cached(rc, xrc_resp_pd(rc),
 					    p->rwqe->sge, p->rwqe->num_sge, rc->msg_off,
 					    p->pkt->payload_len, IBV_ACCESS_LOCAL_WRITE,
 					    p->iov, SRN_MAX_SGE, &rc->rwqe_base, &rc->rwqe_gen);
@@ -519,6 +532,9 @@ static bool rkey_ok(struct srn_rc_state *rc, uint32_t rkey, uint64_t va, uint64_
 {
 	struct srn_qp *qp = rc->qp;
 
+	if (rc->xsrq) /* XRC: the MR must be in the SRQ's PD */
+		return srn_rkey_resolve_pd(qp, rc->xsrq->pd, rkey, va, len, access, out) ==
+		       SRN_MR_OK;
 	return srn_rkey_resolve(qp, rkey, va, len, access, out) == SRN_MR_OK;
 }
 

@@ -367,6 +367,8 @@ int rc_tx(struct srn_rc_state *rc, struct wire_pkt *h, const struct iovec *pay,
 	if (rc->path_unresolved && rc->type != IBV_QPT_UD)
 		rc_resolve_path(rc);
 	h->padcnt = wire_padcnt(paylen);
+	if (rc->xrc)
+		h->opcode |= WIRE_XRC; /* RC's operations, XRC's service bits */
 	h->pkey = 0xffff;
 	h->dqpn = rc->dqpn;
 	hlen = wire_encode_hdrs(hdr, h);

@@ -39,7 +39,8 @@ void srn_iwarp_device_attr(struct ibv_device_attr_ex *x)
 	/* no RNR NAKs (TCP carries the flow), no memory windows */
 	a->device_cap_flags &= ~(unsigned int)(IBV_DEVICE_RC_RNR_NAK_GEN |
 					       IBV_DEVICE_MEM_WINDOW |
-					       IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+					       IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+					       IBV_DEVICE_XRC);
 	x->device_cap_flags_ex = a->device_cap_flags;
 	a->atomic_cap = IBV_ATOMIC_NONE;
 	a->max_mw = 0;
@@ -49,6 +50,7 @@ void srn_iwarp_device_attr(struct ibv_device_attr_ex *x)
 	a->max_total_mcast_qp_attach = 0;
 	a->local_ca_ack_delay = 0;
 	memset(&x->odp_caps, 0, sizeof(x->odp_caps));
+	x->xrc_odp_caps = 0;
 }
 
 /* siw maps the interface MTU down to the IB MTU enum (4096 at most). */

@@ -259,18 +259,25 @@ bool srn_mw_remote_inv(struct srn_qp *qp, uint32_t rkey)
 enum srn_mr_check srn_rkey_resolve(struct srn_qp *qp, uint32_t rkey, uint64_t iova,
 				   uint64_t len, unsigned int access, void **out)
 {
+	return srn_rkey_resolve_pd(qp, qp->pd, rkey, iova, len, access, out);
+}
+
+enum srn_mr_check srn_rkey_resolve_pd(struct srn_qp *qp, struct srn_pd *pd, uint32_t rkey,
+				      uint64_t iova, uint64_t len, unsigned int access,
+				      void **out)
+{
 	enum srn_mr_check r = SRN_MR_OK;
 	struct srn_mw *m;
 	uint32_t mr_key = 0;
 
 	if (!srn_key_is_mw(rkey) || len == 0)
-		return srn_mr_resolve(qp->ctx, qp->pd, rkey, true, iova, len, access, out);
+		return srn_mr_resolve(qp->ctx, pd, rkey, true, iova, len, access, out);
 	*out = NULL;
 	pthread_mutex_lock(&tab_lock);
 	m = mw_of_key(qp->ctx, rkey);
 	if (!m || !m->bound)
 		r = SRN_MR_BAD_KEY;
-	else if (!srn_pd_same(m->pd, qp->pd) ||
+	else if (!srn_pd_same(m->pd, pd) ||
 		 (m->ibv.type == IBV_MW_TYPE_2 && m->qpn != qp->ex.qp_base.qp_num))
 		r = SRN_MR_PD_MISMATCH;
 	else if (access & ~m->access)
@@ -283,5 +290,5 @@ enum srn_mr_check srn_rkey_resolve(struct srn_qp *qp, uint32_t rkey, uint64_t io
 	if (r != SRN_MR_OK)
 		return r;
 	/* the MR may have gone since the bind: then the key is dead too */
-	return srn_mr_resolve(qp->ctx, qp->pd, mr_key, false, iova, len, 0, out);
+	return srn_mr_resolve(qp->ctx, pd, mr_key, false, iova, len, 0, out);
 }

@@ -47,5 +47,9 @@ bool srn_mw_remote_inv(struct srn_qp *qp, uint32_t rkey);
  * other key through srn_mr_resolve in qp's PD. */
 enum srn_mr_check srn_rkey_resolve(struct srn_qp *qp, uint32_t rkey, uint64_t iova,
 				   uint64_t len, unsigned int access, void **out);
+/* The same in pd (an XRC target: its SRQ's PD, not a PD of its own). */
+enum srn_mr_check srn_rkey_resolve_pd(struct srn_qp *qp, struct srn_pd *pd, uint32_t rkey,
+				      uint64_t iova, uint64_t len, unsigned int access,
+				      void **out);
 
 #endif

@@ -119,6 +119,10 @@ static uint64_t send_ops_supported(enum ibv_qp_type type)
 		f |= IBV_QP_EX_WITH_RDMA_WRITE |
 		     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
 		     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
+	if (type == IBV_QPT_XRC_SEND)
+		f |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		     IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	if (type == IBV_QPT_RC)
 		f |= IBV_QP_EX_WITH_RDMA_READ |
 		     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
@@ -137,10 +141,15 @@ static int check_init_attr(struct ibv_context *context,
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
 		break;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		/* (iWARP has RC only, as siw) */
+		return srn_ctx(context)->dev->iwarp ? EOPNOTSUPP
+						    : srn_xrc_check_init_attr(context, a);
 	case IBV_QPT_RAW_PACKET:
 		return srn_raw_qp_refusal();
 	default:
-		return EOPNOTSUPP; /* XRC, driver QPs */
+		return EOPNOTSUPP; /* driver QPs */
 	}
 	/* iWARP has RC only, as siw; and no RC path over TCP yet */
 	if (srn_ctx(context)->dev->iwarp)
@@ -189,10 +198,22 @@ static bool peer_completes(const struct ibv_qp_init_attr_ex *a)
 	       a->recv_cq && srn_cq(a->recv_cq)->share;
 }
 
+/* What a QP holds on to: PD and send CQ (an XRC target: its domain). */
+static void qp_hold(struct srn_qp *qp, int d)
+{
+	if (qp->pd)
+		atomic_fetch_add(&qp->pd->users, (unsigned int)d);
+	if (qp->send_cq)
+		atomic_fetch_add(&qp->send_cq->users, (unsigned int)d);
+	if (qp->xrcd)
+		atomic_fetch_add(&qp->xrcd->users, (unsigned int)d);
+}
+
 static struct ibv_qp *qp_create(struct ibv_context *context,
 				struct ibv_qp_init_attr_ex *a)
 {
 	struct srn_context *ctx = srn_ctx(context);
+	struct ibv_qp_init_attr_ex xa, *orig = a;
 	struct srn_qp *qp;
 	struct ibv_qp *q;
 	uint32_t qpn;
@@ -202,6 +223,18 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 	if (err) {
 		errno = err;
 		return NULL;
+	}
+	if (srn_qp_type_xrc(a->qp_type)) {
+		/* no receive side of its own; a target has no PD or CQs (what
+		 * the caller passed there is ignored, as by the kernel) */
+		xa = *a;
+		xa.recv_cq = NULL;
+		xa.srq = NULL;
+		if (a->qp_type == IBV_QPT_XRC_RECV) {
+			xa.pd = NULL;
+			xa.send_cq = NULL;
+		}
+		a = &xa;
 	}
 	qp = calloc(1, sizeof(*qp));
 	if (!qp) {
@@ -230,6 +263,9 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 			if (qp->srq_hdr)
 				qp->srq_hdr->magic = SRN_RINGS_MAGIC;
 		}
+	} else if (a->qp_type == IBV_QPT_XRC_SEND || a->qp_type == IBV_QPT_XRC_RECV) {
+		qp->cap.max_recv_wr = 0; /* XRC: receives come from XRC SRQs */
+		qp->cap.max_recv_sge = 0;
 	} else {
 		qp->cap.max_recv_wr = round_pow2(a->cap.max_recv_wr ? a->cap.max_recv_wr : 1);
 		/* the ring has twice the slots the application may fill (see
@@ -252,16 +288,17 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 				      qp->sq.max_wr * sizeof(struct srn_send_wqe), 64, &qp->sq_buf);
 	if (qp->sq.wqe == IBV_ALLOCATOR_USE_DEFAULT)
 		qp->sq.wqe = calloc(qp->sq.max_wr, sizeof(struct srn_send_wqe));
-	if (!qp->sq.wqe || (!a->srq && !qp->rq.wqe)) {
+	if (!qp->sq.wqe || (!a->srq && !qp->rq.wqe && !srn_qp_type_xrc(a->qp_type))) {
 		qp_free(qp);
 		errno = ENOMEM;
 		return NULL;
 	}
-	a->cap = qp->cap; /* reported back, as rdma-core does */
+	orig->cap = qp->cap; /* reported back, as rdma-core does */
 
 	qp->ctx = ctx;
-	qp->pd = srn_pd(a->pd);
-	qp->send_cq = srn_cq(a->send_cq);
+	qp->pd = a->pd ? srn_pd(a->pd) : NULL; /* (none: an XRC target) */
+	qp->send_cq = a->send_cq ? srn_cq(a->send_cq) : NULL;
+	qp->xrcd = a->qp_type == IBV_QPT_XRC_RECV ? srn_xrcd(a->xrcd) : NULL;
 	qp->recv_cq = a->recv_cq ? srn_cq(a->recv_cq) : NULL;
 	qp->srq = a->srq ? srn_srq(a->srq) : NULL;
 	qp->sq_sig_all = a->sq_sig_all != 0;
@@ -307,8 +344,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		goto fail_qpn;
 	}
 
-	atomic_fetch_add(&qp->pd->users, 1);
-	atomic_fetch_add(&qp->send_cq->users, 1);
+	qp_hold(qp, 1);
 	if (qp->recv_cq) {
 		atomic_fetch_add(&qp->recv_cq->users, 1);
 		srn_cq_recv_qp(qp->recv_cq, qp, true);
@@ -352,11 +388,12 @@ SRN_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 struct ibv_qp *srn_create_qp_ex(struct ibv_context *context,
 				struct ibv_qp_init_attr_ex *attr)
 {
-	const uint32_t known = IBV_QP_INIT_ATTR_PD |
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
 			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
 			       IBV_QP_INIT_ATTR_CREATE_FLAGS;
 
-	if (!attr || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+	if (!attr || !(attr->comp_mask & (attr->qp_type == IBV_QPT_XRC_RECV ? IBV_QP_INIT_ATTR_XRCD
+									  : IBV_QP_INIT_ATTR_PD))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -431,6 +468,8 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		return EINVAL;
 	qp = srn_qp(ibqp);
 	ctx = qp->ctx;
+	if (srn_xrc_drop_open(qp))
+		return 0; /* a handle of ibv_open_qp: the QP stays */
 	pthread_mutex_lock(&ctx->lock);
 	qp_table_remove(ctx, qp);
 	pthread_mutex_unlock(&ctx->lock);
@@ -440,12 +479,12 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	srn_transport_qp_destroy(qp);
 	srn_qp_unlock(qp);
 	srn_qpn_free(ctx, ibqp->qp_num);
-	srn_cq_clean_qp(qp->send_cq, ibqp->qp_num);
+	if (qp->send_cq)
+		srn_cq_clean_qp(qp->send_cq, ibqp->qp_num);
 	if (qp->recv_cq && qp->recv_cq != qp->send_cq && !qp->srq)
 		srn_cq_clean_qp(qp->recv_cq, ibqp->qp_num);
 
-	atomic_fetch_sub(&qp->pd->users, 1);
-	atomic_fetch_sub(&qp->send_cq->users, 1);
+	qp_hold(qp, -1);
 	if (qp->recv_cq) {
 		srn_cq_recv_qp(qp->recv_cq, qp, false);
 		atomic_fetch_sub(&qp->recv_cq->users, 1);

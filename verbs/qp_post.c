@@ -27,6 +27,11 @@ uint32_t srn_sq_opcodes(enum ibv_qp_type type)
 		       OP(IBV_WR_BIND_MW) | OP(IBV_WR_LOCAL_INV);
 	case IBV_QPT_UD:
 		return OP(IBV_WR_SEND) | OP(IBV_WR_SEND_WITH_IMM);
+	case IBV_QPT_XRC_SEND:
+		return OP(IBV_WR_SEND) | OP(IBV_WR_SEND_WITH_IMM) |
+		       OP(IBV_WR_RDMA_WRITE) | OP(IBV_WR_RDMA_WRITE_WITH_IMM) |
+		       OP(IBV_WR_RDMA_READ) | OP(IBV_WR_ATOMIC_CMP_AND_SWP) |
+		       OP(IBV_WR_ATOMIC_FETCH_AND_ADD);
 	default:
 		return 0;
 	}
@@ -178,6 +183,8 @@ static int wqe_from_wr(const struct srn_qp *qp, struct srn_send_wqe *w,
 		w->remote_qpn = wr->wr.ud.remote_qpn;
 		w->remote_qkey = wr->wr.ud.remote_qkey;
 	}
+	if (qp->ex.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		w->remote_qpn = wr->qp_type.xrc.remote_srqn; /* the XRCETH's */
 	w->first_psn = w->last_psn = 0;
 	w->sent = 0;
 	w->sge0_base = NULL;

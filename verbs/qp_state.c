@@ -181,8 +181,22 @@ static int type_index(enum ibv_qp_type type)
 	case IBV_QPT_RC: return T_RC;
 	case IBV_QPT_UC: return T_UC;
 	case IBV_QPT_UD: return T_UD;
+	case IBV_QPT_XRC_SEND: return T_RC;
+	case IBV_QPT_XRC_RECV: return T_RC;
 	default: return -1;
 	}
+}
+
+/* XRC QPs follow RC's table without the attributes of the half they lack
+ * (an initiator receives nothing, a target sends no requests); those bits
+ * of a mask are ignored, as the kernel's uverbs drops them. */
+static int xrc_ignored(enum ibv_qp_type type)
+{
+	if (type == IBV_QPT_XRC_SEND)
+		return IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	if (type == IBV_QPT_XRC_RECV)
+		return IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY;
+	return 0;
 }
 
 bool srn_qp_transition(enum ibv_qp_type type, enum ibv_qp_state cur,
@@ -197,8 +211,8 @@ bool srn_qp_transition(enum ibv_qp_type type, enum ibv_qp_state cur,
 	tr = &qp_table[cur][next];
 	if (!tr->valid)
 		return false;
-	*req = tr->req[t];
-	*opt = tr->opt[t];
+	*req = tr->req[t] & ~xrc_ignored(type);
+	*opt = tr->opt[t] & ~xrc_ignored(type);
 	return true;
 }
 
@@ -293,6 +307,7 @@ int srn_qp_modify_check(enum ibv_qp_type type, enum ibv_qp_state cur,
 	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	int req, opt;
 
+	mask &= ~xrc_ignored(type);
 	if (!srn_qp_transition(type, cur, next, &req, &opt))
 		return EINVAL;
 	if ((mask & req) != req)
@@ -392,6 +407,7 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	env.gid_family = qp->ctx->dev && env.num_gids ? qp->ctx->dev->gid_family : NULL;
 	env.ipv6 = qp->ctx->dev && srn_dev_ipv6_src(qp->ctx->dev) >= 0;
 
+	attr_mask &= ~xrc_ignored(ibqp->qp_type);
 	pthread_mutex_lock(&qp->lock);
 	old = ibqp->state;
 	err = srn_qp_modify_check(ibqp->qp_type, old, attr, attr_mask, &env);

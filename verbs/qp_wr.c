@@ -242,10 +242,15 @@ static void wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey,
 	w->send_flags |= IBV_SEND_INLINE;
 }
 
+/* The XRC SRQ the open WQE's message is for (in remote_qpn, which only
+ * UD uses otherwise). */
 static void wr_set_xrc_srqn(struct ibv_qp_ex *ex, uint32_t srqn)
 {
-	(void)srqn;
-	wr_fail(qpx(ex), EINVAL); /* no XRC QPs */
+	struct srn_qp *qp = qpx(ex);
+
+	if (!qp->wr_cur || ex->qp_base.qp_type != IBV_QPT_XRC_SEND)
+		return wr_fail(qp, EINVAL);
+	qp->wr_cur->remote_qpn = srqn;
 }
 
 /* ---- data of the open WQE ---- */

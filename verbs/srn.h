@@ -305,7 +305,8 @@ struct srn_send_wqe {
 	uint64_t compare_add;        /* atomic compare (CAS) or add (FADD) */
 	uint64_t swap;               /* atomic swap (CAS) */
 	struct ibv_ah *ah;           /* UD destination */
-	uint32_t remote_qpn, remote_qkey; /* UD destination */
+	uint32_t remote_qpn, remote_qkey; /* UD destination (XRC: remote_qpn
+				      * is the remote SRQ number) */
 	/* transport state of this WQE */
 	uint32_t first_psn, last_psn;/* PSN range once started */
 	uint64_t sent;               /* bytes handed to the wire */
@@ -344,6 +345,23 @@ struct srn_rc_state;             /* transport/: requester/responder/completer */
 struct srn_srq;                  /* below: shared receive queue */
 struct srn_srq_old;
 
+/* ---- XRC domain (verbs/xrcd.c) -------------------------------------- */
+
+struct srn_xrcd {
+	struct ibv_xrcd ibv;         /* what the application holds */
+	uint64_t id;                 /* the domain: equal ids, one domain
+				      * (one inode shares it host-wide) */
+	int hold_fd;                 /* shared lock on the inode's record, -1:
+				      * a domain of no inode */
+	char path[96];               /* that record */
+	atomic_uint users;           /* SRQs and QPs in it (close: EBUSY) */
+};
+
+static inline struct srn_xrcd *srn_xrcd(struct ibv_xrcd *x)
+{
+	return srn_container_of(x, struct srn_xrcd, ibv);
+}
+
 struct srn_qp {
 	struct ibv_qp_ex ex;         /* ex.qp_base is the ibv_qp */
 	pthread_mutex_t lock;        /* guards everything below */
@@ -352,6 +370,8 @@ struct srn_qp {
 	struct srn_cq *send_cq, *recv_cq;
 	struct srn_srq *srq;         /* NULL unless attached to an SRQ (then
 				      * no rq: receives come from srq) */
+	struct srn_xrcd *xrcd;       /* XRC target: its domain (no PD, CQs) */
+	atomic_uint xrc_opens;       /* XRC target: ibv_open_qp handles */
 	struct srn_qp_attr_cache a;  /* attributes (state, PSNs, path, ...) */
 	struct ibv_qp_cap cap;       /* as granted */
 	bool sq_sig_all;
@@ -391,6 +411,16 @@ static inline struct srn_qp *srn_qp(struct ibv_qp *q)
 	return srn_container_of(q, struct srn_qp, ex.qp_base);
 }
 
+static inline bool srn_qp_type_xrc(enum ibv_qp_type t)
+{
+	return t == IBV_QPT_XRC_SEND || t == IBV_QPT_XRC_RECV;
+}
+
+/* verbs/qp_xrc.c: create_qp's checks for the XRC types (0 or errno); a
+ * destroy that only drops an ibv_open_qp handle (true: the QP stays). */
+int srn_xrc_check_init_attr(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a);
+bool srn_xrc_drop_open(struct srn_qp *qp);
+
 /* Why ibv_create_qp refuses a raw packet QP: EPERM without CAP_NET_RAW
  * (as the kernel answers for hardware), else EOPNOTSUPP (verbs/raw_qp.c). */
 int srn_raw_qp_refusal(void);
@@ -424,6 +454,11 @@ struct srn_srq {
 				      * look at them) */
 	uint32_t limit;              /* srq_limit; 0 = not armed */
 	struct srn_srq *next;        /* ctx->srqs (under ctx->notify_lock) */
+	/* XRC SRQ: its domain, CQ and number (host-wide: a QPN) */
+	struct srn_xrcd *xrcd;
+	struct srn_cq *xrc_cq;
+	uint32_t srq_num;
+	atomic_uint xrc_busy;        /* target QPs placing into it now */
 	atomic_uint users;           /* QPs attached to it (EBUSY) */
 	atomic_uint events_reported; /* async events posted on it (destroy
 				      * waits until all are acked) */
@@ -454,6 +489,15 @@ void srn_srq_attach(struct srn_srq *srq, struct srn_cq *recv_cq, bool attach);
 void srn_srq_notify_peers(struct srn_context *ctx);
 /* Ops slots (post_srq_recv, create_srq_ex); from srn_ops_init_datapath. */
 void srn_ops_init_srq(struct verbs_context *vctx);
+
+/* XRC (verbs/xrcd.c): open/close_xrcd, open_qp, get_srq_num. */
+void srn_ops_init_xrc(struct verbs_context *vctx);
+/* The XRC SRQ numbered srqn in the domain of target QP tgt, held until
+ * srn_xrc_srq_put (destroy waits); NULL: none there. */
+struct srn_srq *srn_xrc_srq_get(struct srn_qp *tgt, uint32_t srqn);
+void srn_xrc_srq_put(struct srn_srq *srq);
+/* An SRQ being destroyed: wait until no target QP holds it. */
+void srn_xrc_srq_quiesce(struct srn_srq *srq);
 
 /* ---- AH (verbs/ah.c) -------------------------------------------------- */
 

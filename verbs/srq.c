@@ -1,8 +1,8 @@
 /* Shared receive queues: one ring of receive WQEs that several QPs (RC,
  * UC, UD) take from.  The verbs layer produces (ibv_post_srq_recv); the
  * transport consumes with srn_srq_take(), which also fires the srq_limit
- * event.  Only the basic SRQ type: XRC and tag matching need objects we
- * do not have. */
+ * event.  Basic and XRC SRQs (an XRC SRQ also has a domain, a CQ and a
+ * host-wide number: verbs/xrcd.c); no tag matching. */
 #include "verbs/datapath.h"
 #include "verbs/export.h"
 #include "verbs/pd_buf.h"
@@ -103,6 +103,44 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context,
 	return &srq->ibv;
 }
 
+/* An XRC SRQ: a basic one that also has a domain, the CQ its receives
+ * complete into and a number, drawn from the host's QPN space so that it
+ * is unique across processes (a request names it: transport/xrc.c). */
+static struct ibv_srq *xrc_srq_create(struct ibv_srq_init_attr_ex *a)
+{
+	struct srn_context *ctx = srn_ctx(a->pd->context);
+	struct ibv_srq *ib;
+	struct srn_srq *srq;
+	uint32_t num;
+	int err;
+
+	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+	    !a->xrcd || !a->cq || a->cq->context != a->pd->context ||
+	    a->xrcd->context != a->pd->context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	err = srn_qpn_alloc(ctx, &num);
+	if (err) {
+		errno = err < 0 ? -err : err;
+		return NULL;
+	}
+	ib = srq_create(a->pd, a->srq_context, &a->attr);
+	if (!ib) {
+		srn_qpn_free(ctx, num);
+		return NULL;
+	}
+	srq = srn_srq(ib);
+	pthread_mutex_lock(&ctx->notify_lock); /* (the target's lookup reads them) */
+	srq->xrcd = srn_xrcd(a->xrcd);
+	srq->xrc_cq = srn_cq(a->cq);
+	srq->srq_num = num;
+	pthread_mutex_unlock(&ctx->notify_lock);
+	atomic_fetch_add(&srq->xrcd->users, 1);
+	atomic_fetch_add(&srq->xrc_cq->users, 1);
+	return ib;
+}
+
 /* A basic SRQ; the granted max_wr/max_sge are written back.  NULL +
  * errno (EINVAL beyond the device limits). */
 SRN_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
@@ -126,10 +164,18 @@ static struct ibv_srq *srn_create_srq_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
-	/* XRC (xrcd, cq), tag matching: not implemented. */
-	if ((a->comp_mask & ~known) ||
+	const uint32_t xrc = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	bool is_xrc = a && (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+		      a->srq_type == IBV_SRQT_XRC;
+
+	if (!a) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* tag matching: not implemented */
+	if ((a->comp_mask & ~(known | (is_xrc ? xrc : 0))) ||
 	    ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-	     a->srq_type != IBV_SRQT_BASIC)) {
+	     a->srq_type != IBV_SRQT_BASIC && !is_xrc)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -138,6 +184,8 @@ static struct ibv_srq *srn_create_srq_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
+	if (is_xrc)
+		return xrc_srq_create(a);
 	return srq_create(a->pd, a->srq_context, &a->attr);
 }
 
@@ -385,6 +433,12 @@ SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 			break;
 		}
 	pthread_mutex_unlock(&srq->ctx->notify_lock);
+	if (srq->xrcd) {
+		srn_xrc_srq_quiesce(srq);
+		srn_qpn_free(srq->ctx, srq->srq_num);
+		atomic_fetch_sub(&srq->xrcd->users, 1);
+		atomic_fetch_sub(&srq->xrc_cq->users, 1);
+	}
 	atomic_fetch_sub(&srq->pd->users, 1);
 	atomic_fetch_sub(&srq->ctx->num_objects, 1);
 	pthread_cond_destroy(&ibsrq->cond);
@@ -408,5 +462,5 @@ void srn_ops_init_srq(struct verbs_context *vctx)
 {
 	vctx->context.ops.post_srq_recv = srn_post_srq_recv;
 	vctx->create_srq_ex = srn_create_srq_ex;
-	/* get_srq_num stays EOPNOTSUPP: only XRC SRQs have a number. */
+	srn_ops_init_xrc(vctx); /* open_xrcd, get_srq_num, open_qp: verbs/xrcd.c */
 }

@@ -26,6 +26,7 @@
 	X(BTH, psn, 9, 3, 0, 0xffffff)                   \
 	X(DETH, qkey, 0, 4, 0, 0xffffffff)               \
 	X(DETH, sqpn, 5, 3, 0, 0xffffff)                 \
+	X(XRCETH, xrcsrq, 1, 3, 0, 0xffffff)             \
 	X(RETH, va, 0, 8, 0, UINT64_MAX)                 \
 	X(RETH, rkey, 8, 4, 0, 0xffffffff)               \
 	X(RETH, dma_len, 12, 4, 0, 0xffffffff)           \
@@ -41,6 +42,7 @@
 /* Where each header starts in this packet, and whether it is present. */
 #define HDR_OFF_BTH(info) 0
 #define HDR_OFF_DETH(info) (info)->off_deth
+#define HDR_OFF_XRCETH(info) (info)->off_xrceth
 #define HDR_OFF_RETH(info) (info)->off_reth
 #define HDR_OFF_ATMETH(info) (info)->off_atmeth
 #define HDR_OFF_AETH(info) (info)->off_aeth
@@ -48,6 +50,7 @@
 #define HDR_OFF_IETH(info) (info)->off_ieth
 #define HDR_HAS_BTH(info) true
 #define HDR_HAS_DETH(info) ((info)->caps & WIRE_HAS_DETH)
+#define HDR_HAS_XRCETH(info) ((info)->caps & WIRE_HAS_XRCETH)
 #define HDR_HAS_RETH(info) ((info)->caps & WIRE_HAS_RETH)
 #define HDR_HAS_ATMETH(info) ((info)->caps & WIRE_HAS_ATMETH)
 #define HDR_HAS_AETH(info) ((info)->caps & WIRE_HAS_AETH)

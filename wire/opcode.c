@@ -1,10 +1,10 @@
 /* The opcode table: which headers each IB opcode carries and where they
- * sit, for the services softrnic speaks (RC, UC, UD).
+ * sit, for the services softrnic speaks (RC, UC, UD, XRC).
  *
  * Nothing here is summed by hand: an opcode lists its capability bits, and
  * every offset is computed at compile time from the ordered list of
- * extension headers below (IBTA Vol 1 9.2-9.5: BTH, then DETH, RETH,
- * AtomicETH, AETH, AtomicAckETH, ImmDt, IETH, in that order).
+ * extension headers below (IBTA Vol 1 9.2-9.5: BTH, then DETH, XRCETH,
+ * RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH, in that order).
  */
 #include "wire/wire.h"
 
@@ -12,12 +12,13 @@
  * presence bit, its length); caps and rank pass through to X. */
 #define WIRE_EXT_HEADERS(X, caps, rank)                       \
 	X(caps, rank, 1, WIRE_HAS_DETH, WIRE_DETH_LEN)        \
-	X(caps, rank, 2, WIRE_HAS_RETH, WIRE_RETH_LEN)        \
-	X(caps, rank, 3, WIRE_HAS_ATMETH, WIRE_ATMETH_LEN)    \
-	X(caps, rank, 4, WIRE_HAS_AETH, WIRE_AETH_LEN)        \
-	X(caps, rank, 5, WIRE_HAS_ATMACK, WIRE_ATMACK_LEN)    \
-	X(caps, rank, 6, WIRE_HAS_IMMDT, WIRE_IMMDT_LEN)      \
-	X(caps, rank, 7, WIRE_HAS_IETH, WIRE_IETH_LEN)
+	X(caps, rank, 2, WIRE_HAS_XRCETH, WIRE_XRCETH_LEN)    \
+	X(caps, rank, 3, WIRE_HAS_RETH, WIRE_RETH_LEN)        \
+	X(caps, rank, 4, WIRE_HAS_ATMETH, WIRE_ATMETH_LEN)    \
+	X(caps, rank, 5, WIRE_HAS_AETH, WIRE_AETH_LEN)        \
+	X(caps, rank, 6, WIRE_HAS_ATMACK, WIRE_ATMACK_LEN)    \
+	X(caps, rank, 7, WIRE_HAS_IMMDT, WIRE_IMMDT_LEN)      \
+	X(caps, rank, 8, WIRE_HAS_IETH, WIRE_IETH_LEN)
 
 /* Length of the present headers that come before position `rank`. */
 #define LEN_BEFORE(caps, rank, r, bit, len) \
@@ -78,16 +79,20 @@
 		.caps = (c),                                               \
 		.hdr_len = OFFSET_AT(c, 99),                               \
 		.off_deth = OFF_IF(c, WIRE_HAS_DETH, 1),                   \
-		.off_reth = OFF_IF(c, WIRE_HAS_RETH, 2),                   \
-		.off_atmeth = OFF_IF(c, WIRE_HAS_ATMETH, 3),               \
-		.off_aeth = OFF_IF(c, WIRE_HAS_AETH, 4),                   \
-		.off_atmack = OFF_IF(c, WIRE_HAS_ATMACK, 5),               \
-		.off_immdt = OFF_IF(c, WIRE_HAS_IMMDT, 6),                 \
-		.off_ieth = OFF_IF(c, WIRE_HAS_IETH, 7),                   \
+		.off_xrceth = OFF_IF(c, WIRE_HAS_XRCETH, 2),               \
+		.off_reth = OFF_IF(c, WIRE_HAS_RETH, 3),                   \
+		.off_atmeth = OFF_IF(c, WIRE_HAS_ATMETH, 4),               \
+		.off_aeth = OFF_IF(c, WIRE_HAS_AETH, 5),                   \
+		.off_atmack = OFF_IF(c, WIRE_HAS_ATMACK, 6),               \
+		.off_immdt = OFF_IF(c, WIRE_HAS_IMMDT, 7),                 \
+		.off_ieth = OFF_IF(c, WIRE_HAS_IETH, 8),                   \
 	},
 #define RC_OP(op, c) OPCODE(RC, op, c)
 #define UC_OP(op, c) OPCODE(UC, op, c)
 #define UD_OP(op, c) OPCODE(UD, op, c)
+/* XRC: RC's operations; every request also names the SRQ its message is
+ * for in an XRCETH (responses carry none). */
+#define XRC_OP(op, c) OPCODE(XRC, op, ((c) & WIRE_IS_REQ) ? (c) | WIRE_HAS_XRCETH : (c))
 
 const struct wire_opcode_info wire_opcodes[256] = {
 	WIRE_SEND_OPS(RC_OP)
@@ -96,4 +101,7 @@ const struct wire_opcode_info wire_opcodes[256] = {
 	WIRE_SEND_OPS(UC_OP)
 	WIRE_WRITE_OPS(UC_OP)
 	WIRE_UD_OPS(UD_OP)
+	WIRE_SEND_OPS(XRC_OP)
+	WIRE_WRITE_OPS(XRC_OP)
+	WIRE_RC_ONLY_OPS(XRC_OP)
 };

@@ -21,6 +21,7 @@ enum {
 	WIRE_ATMACK_LEN = 8,
 	WIRE_IMMDT_LEN = 4,
 	WIRE_IETH_LEN = 4,
+	WIRE_XRCETH_LEN = 4,
 	WIRE_ICRC_LEN = 4,
 	WIRE_GRH_LEN = 40,
 	WIRE_MAX_HDR_LEN = WIRE_BTH_LEN + WIRE_ATMETH_LEN + WIRE_DETH_LEN + WIRE_IMMDT_LEN,
@@ -47,6 +48,7 @@ enum wire_cap {
 	WIRE_IS_LAST = 1u << 16,     /* ONLY opcodes are FIRST|LAST */
 	WIRE_IS_ACK = 1u << 17,      /* ACKNOWLEDGE */
 	WIRE_IS_ATOMIC_WRITE = 1u << 18, /* RDMA ATOMIC WRITE (IBTA 1.5) */
+	WIRE_HAS_XRCETH = 1u << 19,  /* XRC request: the target SRQ number */
 };
 
 /* Transport service in the opcode's top 3 bits. */
@@ -55,6 +57,7 @@ enum wire_service {
 	WIRE_UC = 0x20,
 	WIRE_RD = 0x40,
 	WIRE_UD = 0x60,
+	WIRE_XRC = 0xa0,             /* eXtended RC (IBTA Vol 1 Annex A14) */
 };
 
 /* Low 5 bits of the opcode (IBTA Table 36). */
@@ -90,7 +93,8 @@ struct wire_opcode_info {
 	uint32_t caps;               /* enum wire_cap bits */
 	uint8_t hdr_len;             /* BTH + all extension headers */
 	/* offset from the BTH start of each extension header, 0 = absent */
-	uint8_t off_reth, off_aeth, off_atmeth, off_atmack, off_immdt, off_deth, off_ieth;
+	uint8_t off_reth, off_aeth, off_atmeth, off_atmack, off_immdt, off_deth, off_ieth,
+		off_xrceth;
 };
 
 /* The table, indexed by the full 8-bit opcode. */
@@ -132,6 +136,8 @@ struct wire_pkt {
 	uint32_t imm_be;
 	/* IETH: host order, like ibv_wc.invalidated_rkey */
 	uint32_t ieth_rkey;
+	/* XRCETH: the XRC SRQ number (24 bits) */
+	uint32_t xrcsrq;
 	/* DETH */
 	uint32_t qkey;
 	uint32_t sqpn;               /* 24 bits */

@@ -2,11 +2,13 @@
  * one RoCE packet handed to the engine (srn_engine_rx_msg, the function the
  * socket and the shared-memory inbox feed) of a live context whose QPs are
  * connected on srn_lo: an RC pair (requests to b, responses to a), a UC
- * pair and a UD QP.  Registered memory sits between PROT_NONE guard pages,
+ * pair, a UD QP and an XRC pair (requests to the target, which places into
+ * an XRC SRQ; the XRCETH names it, another domain's SRQ or any number).  Registered memory sits between PROT_NONE guard pages,
  * so a write outside an MR faults at once; ASan and UBSan catch the rest.
  * Built by `make fuzz` (clang); tests/e2e/fuzz_smoke.sh runs it briefly.
  *
- * Input: byte 0 picks the target QP (bits 0-1) and the form (bit 2):
+ * Input: byte 0 picks the target QP (bits 0-1; bit 4: the XRC pair, bit 0
+ * then picks its side) and the form (bit 2):
  *   structured: fields to fill a header the codec encodes (so most inputs
  *     pass decoding and reach the responder's checks): opcode, PSN offset
  *     from the QP's expected PSN, rkey choice, address offset, DMA length,
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -40,6 +43,10 @@ static uint8_t *mrbuf, *mr2buf;
 static struct ibv_mr *mr, *mr2;
 static union ibv_gid gid;
 static struct ibv_qp *rc_a, *rc_b, *uc_a, *uc_b, *ud;
+static struct ibv_xrcd *xrcd, *xrcd2;
+static struct ibv_srq *xsrq, *xsrq_other;   /* in xrcd (pd), in xrcd2 */
+static uint32_t xsrqn, xsrqn_other;
+static struct ibv_qp *xrc_ini, *xrc_tgt;
 
 static void die(const char *what)
 {
@@ -98,6 +105,74 @@ static void pair(struct ibv_qp **a, struct ibv_qp **b, enum ibv_qp_type t)
 	r.dest_qpn = (*a)->qp_num;
 	if (t_qp_rc_connect(*b, &r))
 		die("connect b");
+}
+
+/* An XRC initiator and target of this context, connected (t_qp_rc_connect:
+ * XRC QPs ignore the attributes of the half they lack). */
+static void xrc_pair(void)
+{
+	struct t_rc_attr r = { .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+					 IBV_ACCESS_REMOTE_ATOMIC,
+			       .dgid = gid, .hop_limit = 64, .min_rnr_timer = 1,
+			       .rd_atomic = 4, .timeout = 14 };
+	struct ibv_qp_init_attr_ex a;
+
+	if (xrc_ini)
+		ibv_destroy_qp(xrc_ini);
+	if (xrc_tgt)
+		ibv_destroy_qp(xrc_tgt);
+	memset(&a, 0, sizeof(a));
+	a.qp_type = IBV_QPT_XRC_RECV;
+	a.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	a.xrcd = xrcd;
+	xrc_tgt = ibv_create_qp_ex(ctx, &a);
+	memset(&a, 0, sizeof(a));
+	a.qp_type = IBV_QPT_XRC_SEND;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD;
+	a.pd = pd;
+	a.send_cq = cq;
+	a.cap.max_send_wr = 64;
+	a.cap.max_send_sge = 1;
+	xrc_ini = ibv_create_qp_ex(ctx, &a);
+	if (!xrc_ini || !xrc_tgt)
+		die("create xrc qps");
+	r.dest_qpn = xrc_tgt->qp_num;
+	if (t_qp_rc_connect(xrc_ini, &r))
+		die("connect xrc ini");
+	r.dest_qpn = xrc_ini->qp_num;
+	if (t_qp_rc_init(xrc_tgt, &r) || t_qp_rc_rtr(xrc_tgt, &r))
+		die("connect xrc tgt");
+}
+
+static struct ibv_srq *xrc_srq(struct ibv_xrcd *x, uint32_t *num)
+{
+	struct ibv_srq_init_attr_ex a = {
+		.attr = { .max_wr = 64, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
+			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD,
+		.srq_type = IBV_SRQT_XRC, .xrcd = x, .cq = cq, .pd = pd,
+	};
+	struct ibv_srq *s = ibv_create_srq_ex(ctx, &a);
+
+	if (!s || ibv_get_srq_num(s, num))
+		die("xrc srq");
+	return s;
+}
+
+static void xrc_up(void)
+{
+	struct ibv_xrcd_init_attr a = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1, .oflags = O_CREAT,
+	};
+
+	xrcd = ibv_open_xrcd(ctx, &a);
+	xrcd2 = ibv_open_xrcd(ctx, &a);
+	if (!xrcd || !xrcd2)
+		die("open_xrcd");
+	xsrq = xrc_srq(xrcd, &xsrqn);
+	xsrq_other = xrc_srq(xrcd2, &xsrqn_other);
+	xrc_pair();
 }
 
 static void ud_up(void)
@@ -163,6 +238,7 @@ static void setup(void)
 	pair(&rc_a, &rc_b, IBV_QPT_RC);
 	pair(&uc_a, &uc_b, IBV_QPT_UC);
 	ud_up();
+	xrc_up();
 }
 
 static void post_recvs(struct ibv_qp *qp)
@@ -176,6 +252,19 @@ static void post_recvs(struct ibv_qp *qp)
 
 		if (ibv_post_recv(qp, &wr, &bad))
 			return; /* QP in ERR: rebuilt below */
+	}
+}
+
+static void post_srq_recvs(struct ibv_srq *s)
+{
+	uint32_t have = srn_srq_count(srn_srq(s));
+
+	for (; have < 16; have++) {
+		struct ibv_sge sge = { (uintptr_t)mrbuf + (have % 4) * 2 * PG, 2 * PG, mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = have, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		if (ibv_post_srq_recv(s, &wr, &bad))
+			die("post_srq_recv");
 	}
 }
 
@@ -196,6 +285,9 @@ static void tidy(void)
 		pair(&uc_a, &uc_b, IBV_QPT_UC);
 	if (in_err(ud))
 		ud_up();
+	if (in_err(xrc_ini) || in_err(xrc_tgt))
+		xrc_pair();
+	post_srq_recvs(xsrq);
 	post_recvs(rc_b);
 	post_recvs(uc_b);
 	post_recvs(ud);
@@ -213,6 +305,7 @@ static size_t build_structured(struct cursor *c, struct ibv_qp *dst, struct ibv_
 			       uint8_t *pkt)
 {
 	static const uint8_t svc[4] = { WIRE_RC, WIRE_RC, WIRE_UC, WIRE_UD };
+	bool xrc = dst == xrc_ini || dst == xrc_tgt;
 	struct wire_pkt h;
 	uint8_t kind = (uint8_t)take(c, 1);
 	uint8_t rk = (uint8_t)take(c, 1);
@@ -220,7 +313,7 @@ static size_t build_structured(struct cursor *c, struct ibv_qp *dst, struct ibv_
 	int hl;
 
 	memset(&h, 0, sizeof(h));
-	h.opcode = (uint8_t)((take(c, 1) & 0x1f) | svc[kind & 3]);
+	h.opcode = (uint8_t)((take(c, 1) & 0x1f) | (xrc ? WIRE_XRC : svc[kind & 3]));
 	if (kind & 0x80)
 		h.opcode = (uint8_t)take(c, 1); /* any service, any opcode */
 	h.dqpn = dst->qp_num;
@@ -241,6 +334,9 @@ static size_t build_structured(struct cursor *c, struct ibv_qp *dst, struct ibv_
 	h.orig = take(c, 8);
 	h.qkey = (kind & 0x08) ? (uint32_t)take(c, 4) : QKEY;
 	h.sqpn = src ? src->qp_num : 0;
+	/* the XRCETH: the target's SRQ, another domain's, or any number */
+	h.xrcsrq = (kind & 6) == 0 ? xsrqn : (kind & 6) == 2 ? xsrqn_other
+		   : (uint32_t)take(c, 3);
 	paylen = (uint32_t)take(c, 2) % 4200;
 	h.padcnt = wire_padcnt(paylen);
 	hl = wire_encode_hdrs(pkt, &h);
@@ -270,7 +366,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		setup();
 	eng = srn_ctx(ctx)->engine;
 	sel = (uint8_t)take(&c, 1);
-	switch (sel & 3) {
+	switch (sel & 0x10 ? 4 + (sel & 1) : sel & 3) {
+	case 4: dst = xrc_tgt; src = xrc_ini; break; /* XRC requests */
+	case 5: dst = xrc_ini; src = xrc_tgt; break; /* XRC responses */
 	case 0: dst = rc_b; src = rc_a; break;  /* requests */
 	case 1: dst = rc_a; src = rc_b; break;  /* responses */
 	case 2: dst = uc_b; src = uc_a; break;

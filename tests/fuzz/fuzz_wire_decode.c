@@ -33,8 +33,9 @@ static void fuzz_decode(const uint8_t *buf, size_t len)
 	n = wire_encode_hdrs(hdrs, &p);
 	if (n != o->hdr_len)
 		abort();
-	for (int i = 0; i < n; i++) /* DETH's reserved byte is not kept */
-		if (hdrs[i] != buf[i] && !(o->off_deth && i == o->off_deth + 4))
+	for (int i = 0; i < n; i++) /* DETH's and XRCETH's reserved bytes are not kept */
+		if (hdrs[i] != buf[i] && !(o->off_deth && i == o->off_deth + 4) &&
+		    !(o->off_xrceth && i == o->off_xrceth))
 			abort();
 }
 

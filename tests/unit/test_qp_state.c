@@ -162,8 +162,14 @@ int main(void)
 		      IBV_QP_MAX_QP_RD_ATOMIC), "RC RTR->RTS req");
 	srn_qp_transition(IBV_QPT_UD, IBV_QPS_RESET, IBV_QPS_INIT, &req, &opt);
 	T_CHECK(req == (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), "UD RESET->INIT req");
-	T_CHECK(!srn_qp_transition(IBV_QPT_XRC_SEND, IBV_QPS_RESET, IBV_QPS_INIT, &req, &opt),
-		"XRC has no table");
+	/* XRC: RC's table without the half each type lacks */
+	T_CHECK(srn_qp_transition(IBV_QPT_XRC_SEND, IBV_QPS_INIT, IBV_QPS_RTR, &req, &opt) &&
+		req == (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN),
+		"XRC_SEND INIT->RTR req");
+	T_CHECK(srn_qp_transition(IBV_QPT_XRC_RECV, IBV_QPS_RTR, IBV_QPS_RTS, &req, &opt) &&
+		req == (IBV_QP_TIMEOUT | IBV_QP_SQ_PSN), "XRC_RECV RTR->RTS req");
+	T_CHECK(!srn_qp_transition(IBV_QPT_DRIVER, IBV_QPS_RESET, IBV_QPS_INIT, &req, &opt),
+		"driver QPs have no table");
 
 	check_value(IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, 0, s_port, "port_num 2");
 	check_value(IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, 0, s_port0, "port_num 0");

@@ -43,6 +43,17 @@ static const struct {
 	{ 0x2b, "UC WRITE_ONLY_IMM", 32, 12, 0, 0, 0, 28, 0, 0 },
 	{ 0x64, "UD SEND_ONLY", 20, 0, 0, 0, 0, 0, 12, 0 },
 	{ 0x65, "UD SEND_ONLY_IMM", 24, 0, 0, 0, 0, 20, 12, 0 },
+	/* XRC (Annex A14): RC's headers after a 4-byte XRCETH on requests */
+	{ 0xa4, "XRC SEND_ONLY", 16, 0, 0, 0, 0, 0, 0, 0 },
+	{ 0xa5, "XRC SEND_ONLY_IMM", 20, 0, 0, 0, 0, 16, 0, 0 },
+	{ 0xa6, "XRC WRITE_FIRST", 32, 16, 0, 0, 0, 0, 0, 0 },
+	{ 0xab, "XRC WRITE_ONLY_IMM", 36, 16, 0, 0, 0, 32, 0, 0 },
+	{ 0xac, "XRC READ_REQ", 32, 16, 0, 0, 0, 0, 0, 0 },
+	{ 0xad, "XRC READ_RESP_FIRST", 16, 0, 12, 0, 0, 0, 0, 0 },
+	{ 0xb1, "XRC ACK", 16, 0, 12, 0, 0, 0, 0, 0 },
+	{ 0xb2, "XRC ATOMIC_ACK", 24, 0, 12, 0, 16, 0, 0, 0 },
+	{ 0xb3, "XRC CMP_SWAP", 44, 0, 0, 16, 0, 0, 0, 0 },
+	{ 0xb7, "XRC SEND_ONLY_INV", 20, 0, 0, 0, 0, 0, 0, 16 },
 };
 
 static int popcount(uint32_t v)
@@ -56,12 +67,13 @@ int main(void)
 		uint32_t bit;
 		int len;
 	} hdrs[] = {
-		{ WIRE_HAS_DETH, WIRE_DETH_LEN }, { WIRE_HAS_RETH, WIRE_RETH_LEN },
+		{ WIRE_HAS_DETH, WIRE_DETH_LEN }, { WIRE_HAS_XRCETH, WIRE_XRCETH_LEN },
+		{ WIRE_HAS_RETH, WIRE_RETH_LEN },
 		{ WIRE_HAS_ATMETH, WIRE_ATMETH_LEN }, { WIRE_HAS_AETH, WIRE_AETH_LEN },
 		{ WIRE_HAS_ATMACK, WIRE_ATMACK_LEN }, { WIRE_HAS_IMMDT, WIRE_IMMDT_LEN },
 		{ WIRE_HAS_IETH, WIRE_IETH_LEN },
 	};
-	int n_rc = 0, n_uc = 0, n_ud = 0, n_other = 0;
+	int n_rc = 0, n_uc = 0, n_ud = 0, n_xrc = 0, n_other = 0;
 
 	printf("checking %zu hand-written opcode entries\n", sizeof(expect) / sizeof(expect[0]));
 	for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
@@ -82,7 +94,7 @@ int main(void)
 	printf("checking every valid opcode: sizes, offsets in IBTA order, caps\n");
 	for (int op = 0; op < 256; op++) {
 		const struct wire_opcode_info *o = &wire_opcodes[op];
-		uint8_t offs[7] = { o->off_deth, o->off_reth, o->off_atmeth, o->off_aeth,
+		uint8_t offs[8] = { o->off_deth, o->off_xrceth, o->off_reth, o->off_atmeth, o->off_aeth,
 				    o->off_atmack, o->off_immdt, o->off_ieth };
 		uint32_t c = o->caps, pos = WIRE_BTH_LEN;
 		uint32_t position = c & (WIRE_IS_FIRST | WIRE_IS_MIDDLE | WIRE_IS_LAST);
@@ -96,11 +108,12 @@ int main(void)
 		case WIRE_RC: n_rc++; memcpy(svc, "RC", 3); break;
 		case WIRE_UC: n_uc++; memcpy(svc, "UC", 3); break;
 		case WIRE_UD: n_ud++; memcpy(svc, "UD", 3); break;
+		case WIRE_XRC: n_xrc++; memcpy(svc, "XR", 3); break;
 		default: n_other++; memcpy(svc, "??", 3); break;
 		}
 		T_CHECK(!strncmp(o->name, svc, 2), "0x%02x %s in service %s", op, o->name, svc);
 		/* Offsets: present headers back to back, in IBTA order. */
-		for (int h = 0; h < 7; h++) {
+		for (int h = 0; h < 8; h++) {
 			if (c & hdrs[h].bit) {
 				T_CHECK(offs[h] == pos, "%s header %d at %u, want %u", o->name, h,
 					offs[h], pos);
@@ -138,8 +151,15 @@ int main(void)
 			T_CHECK(c & WIRE_IS_LAST, "%s ImmDt not on a last packet", o->name);
 		/* DETH on UD and only there. */
 		T_CHECK(!!(c & WIRE_HAS_DETH) == ((op & 0xe0) == WIRE_UD), "%s DETH", o->name);
+		/* XRCETH on XRC requests and only there. */
+		T_CHECK(!!(c & WIRE_HAS_XRCETH) ==
+			      ((op & 0xe0) == WIRE_XRC && (c & WIRE_IS_REQ)),
+			"%s XRCETH", o->name);
+		if (c & WIRE_HAS_XRCETH)
+			T_CHECK(o->off_xrceth == WIRE_BTH_LEN, "%s XRCETH right after BTH",
+				o->name);
 		/* Unreliable services: no reads, atomics, ACKs, invalidates. */
-		if ((op & 0xe0) != WIRE_RC)
+		if ((op & 0xe0) != WIRE_RC && (op & 0xe0) != WIRE_XRC)
 			T_CHECK(!(c & (WIRE_IS_READ | WIRE_IS_ATOMIC | WIRE_IS_ACK | WIRE_HAS_IETH |
 				     WIRE_IS_RESP | WIRE_IS_ATOMIC_WRITE)),
 				"%s is RC-only", o->name);
@@ -155,12 +175,15 @@ int main(void)
 		T_CHECK(!!strstr(o->name, "MIDDLE") == (position == WIRE_IS_MIDDLE), "%s middle",
 			o->name);
 	}
-	printf("valid opcodes: RC %d, UC %d, UD %d, other %d\n", n_rc, n_uc, n_ud, n_other);
-	T_CHECK(n_rc == 24 && n_uc == 12 && n_ud == 2 && n_other == 0, "opcode counts");
+	printf("valid opcodes: RC %d, UC %d, UD %d, XRC %d, other %d\n", n_rc, n_uc, n_ud, n_xrc,
+	       n_other);
+	T_CHECK(n_rc == 24 && n_uc == 12 && n_ud == 2 && n_xrc == 24 && n_other == 0,
+		"opcode counts");
 	T_CHECK(!wire_opcodes[0x15].name && !wire_opcodes[0x40].name && !wire_opcodes[0x80].name &&
 		      !wire_opcodes[0x81].name && !wire_opcodes[0x2c].name &&
 		      !wire_opcodes[0x1c].name && !wire_opcodes[0x3d].name &&
-		      !wire_opcodes[0x60].name,
+		      !wire_opcodes[0x60].name && !wire_opcodes[0xb5].name &&
+		      !wire_opcodes[0xbc].name && !wire_opcodes[0xc0].name,
 		"reserved/unsupported opcodes must be invalid");
 
 	return t_summary();
