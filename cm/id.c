@@ -11,6 +11,7 @@
 #include "cm/cm.h"
 #include "net/clock.h"
 #include "cm/devices.h"
+#include "cm/iwarp_cm.h"
 #include "verbs/export.h"
 
 pthread_mutex_t cm_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -61,7 +62,7 @@ struct ibv_context *cm_device_for_ip(const uint8_t ip[4])
 				return ctxs[d];
 		}
 	}
-	return NULL;
+	return cm_iw_device_for_ip(ip); /* an iWARP device has no IP GID */
 }
 
 const uint8_t *cm_src_ip(const struct cm_id *c)
@@ -189,6 +190,7 @@ SRN_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	pthread_mutex_lock(&cm_lock);
 	cm_dbg("destroy id %p (state %d, port %u)\n", (void *)id, (int)c->state, cm_src_port(c));
 	c->destroying = true;
+	cm_iw_forget(c);
 	cm_conn_destroy(c);
 	if (c->dir_slot >= 0)
 		cm_dir_unbind(c->dir_slot);
