@@ -1,9 +1,9 @@
 /* rdma_cm over TCP + MPA for iWARP devices (cm/iwarp_cm.h).
  *
  *   active                               passive
- *   rdma_connect: TCP connect (refused:  listener thread: accept, read the
- *     rdma_connect fails, as siw's)        MPA request -> CONNECT_REQUEST
- *   thread: MPA request, wait for reply  rdma_accept: MPA reply, QP to RTS,
+ *   rdma_connect: a thread connects     listener thread: accept, read the
+ *     TCP, sends the MPA request,          MPA request -> CONNECT_REQUEST
+ *     waits for the reply                rdma_accept: MPA reply, QP to RTS,
  *     -> ESTABLISHED (QP to RTS)           ESTABLISHED
  *     or REJECTED (-ECONNREFUSED)        rdma_reject: MPA reply with R set
  *   rdma_disconnect: QP to ERR, socket shut: DISCONNECTED here, and at the
@@ -48,6 +48,7 @@ struct cm_iw {
 	struct iwarp_mpa_rr req;     /* passive: the request (in reqbuf) */
 	uint8_t reqbuf[IWARP_MPA_RR_HDR_LEN + IWARP_MPA_PD_MAX];
 	struct srn_iw_mpa_params ap; /* active: what the request offers */
+	struct sockaddr_in src, dst; /* active: the TCP connection's ends */
 	uint8_t apd[CM_IW_PDATA_MAX];
 };
 
@@ -384,6 +385,25 @@ int cm_iw_reject(struct cm_id *c, const void *pdata, uint8_t len)
 
 /* ---- active side --------------------------------------------------------- */
 
+/* The TCP connection to the peer's rdma_cm port: 0 or -errno. */
+static int tcp_connect(struct cm_iw *e)
+{
+	struct timeval tv = { .tv_sec = CM_IW_CONNECT_S };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), err;
+
+	if (fd < 0)
+		return -errno;
+	/* (a send timeout bounds connect too) */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    bind(fd, (struct sockaddr *)&e->src, sizeof(e->src)) ||
+	    connect(fd, (struct sockaddr *)&e->dst, sizeof(e->dst))) {
+		err = errno == EINPROGRESS || errno == EAGAIN ? ETIMEDOUT : errno;
+		close(fd);
+		return -err;
+	}
+	return -conn_open(&e->conn, fd);
+}
+
 static void *active_main(void *arg)
 {
 	struct cm_iw *e = arg;
@@ -391,9 +411,12 @@ static void *active_main(void *arg)
 	uint16_t plen = 0;
 	struct cm_event *ev;
 	struct cm_id *c;
-	int r = srn_iw_mpa_initiate(&e->conn, &e->ap, ppd, &plen, CM_IW_MPA_MS);
-	size_t len = plen < WIRE_CM_DATA_LEN ? plen : WIRE_CM_DATA_LEN;
+	int r = tcp_connect(e);
+	size_t len;
 
+	if (!r)
+		r = srn_iw_mpa_initiate(&e->conn, &e->ap, ppd, &plen, CM_IW_MPA_MS);
+	len = plen < WIRE_CM_DATA_LEN ? plen : WIRE_CM_DATA_LEN;
 	pthread_mutex_lock(&cm_lock);
 	e->thread = false;
 	c = e->id;
@@ -411,13 +434,15 @@ static void *active_main(void *arg)
 		ev = cm_event_conn(c, RDMA_CM_EVENT_ESTABLISHED, 0, ppd, len > 255 ? 255 : len);
 	} else {
 		/* the kernel's iWARP CM: refused or reset is REJECTED, a
-		 * timeout UNREACHABLE, the rest CONNECT_ERROR; status -errno */
+		 * timeout UNREACHABLE, the rest CONNECT_ERROR; status -errno.
+		 * The QP goes to ERR, so its posted receives flush. */
 		enum rdma_cm_event_type t = r == -ECONNREFUSED || r == -ECONNRESET ?
 						    RDMA_CM_EVENT_REJECTED :
 					    r == -ETIMEDOUT ? RDMA_CM_EVENT_UNREACHABLE :
 							      RDMA_CM_EVENT_CONNECT_ERROR;
 
 		conn_close(&e->conn);
+		cm_qp_to_err(c);
 		c->state = CM_TIMEWAIT;
 		ev = cm_event_conn(c, t, r, r == -ECONNREFUSED ? ppd : NULL,
 				   len > 255 ? 255 : len);
@@ -429,39 +454,23 @@ static void *active_main(void *arg)
 
 int cm_iw_connect(struct cm_id *c, const struct rdma_conn_param *p)
 {
-	struct sockaddr_in src = c->id.route.addr.src_sin, dst = c->id.route.addr.dst_sin;
-	struct timeval tv = { .tv_sec = CM_IW_CONNECT_S };
 	struct cm_iw *e;
 	pthread_attr_t ta;
 	pthread_t t;
-	int fd, err;
+	int err;
 
 	if (p && p->private_data_len && !p->private_data)
 		return EINVAL;
 	/* (private_data_len, a uint8_t, is within MPA's limit) */
-	if (c->state != CM_ROUTE_RESOLVED || iw_find(c) || dst.sin_family != AF_INET)
+	if (c->state != CM_ROUTE_RESOLVED || iw_find(c) ||
+	    c->id.route.addr.dst_addr.sa_family != AF_INET)
 		return EINVAL;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return errno;
-	src.sin_port = 0;
-	/* siw connects in the caller (its rdma_connect fails when TCP
-	 * does), bounded here by a send timeout */
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
-	    bind(fd, (struct sockaddr *)&src, sizeof(src)) ||
-	    connect(fd, (struct sockaddr *)&dst, sizeof(dst))) {
-		err = errno == EINPROGRESS ? ETIMEDOUT : errno;
-		close(fd);
-		return err;
-	}
 	e = iw_new(c);
-	if (!e) {
-		close(fd);
+	if (!e)
 		return ENOMEM;
-	}
-	err = conn_open(&e->conn, fd);
-	if (err)
-		goto fail;
+	e->src = c->id.route.addr.src_sin;
+	e->src.sin_port = 0;
+	e->dst = c->id.route.addr.dst_sin;
 	c->own_qp = c->id.qp != NULL;
 	e->ap.ird = p ? depth(p->responder_resources, RDMA_MAX_RESP_RES) : 1;
 	e->ap.ord = p ? depth(p->initiator_depth, RDMA_MAX_INIT_DEPTH) : 1;
@@ -478,10 +487,7 @@ int cm_iw_connect(struct cm_id *c, const struct rdma_conn_param *p)
 	pthread_attr_destroy(&ta);
 	if (!err)
 		return 0;
-	e->thread = false;
 	c->state = CM_ROUTE_RESOLVED;
-	conn_close(&e->conn);
-fail:
 	iw_unlink(e);
 	free(e);
 	return err;
