@@ -386,7 +386,7 @@ int cm_iw_reject(struct cm_id *c, const void *pdata, uint8_t len)
 /* ---- active side --------------------------------------------------------- */
 
 /* The TCP connection to the peer's rdma_cm port: 0 or -errno. */
-static int tcp_connect(struct cm_iw *e)
+static int tcp_connect_once(struct cm_iw *e)
 {
 	struct timeval tv = { .tv_sec = CM_IW_CONNECT_S };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), err;
@@ -402,6 +402,20 @@ static int tcp_connect(struct cm_iw *e)
 		return -err;
 	}
 	return -conn_open(&e->conn, fd);
+}
+
+/* A listener of this host gets the grace the IB CM gives one
+ * (CM_LISTEN_GRACE_MS, cm/conn.c): perftest -R connects a second time
+ * while its server is still on the way to listening again. */
+static int tcp_connect(struct cm_iw *e)
+{
+	uint64_t until = cm_now_ms() + CM_LISTEN_GRACE_MS;
+	bool local = cm_ip_is_local((const uint8_t *)&e->dst.sin_addr);
+	int r;
+
+	while ((r = tcp_connect_once(e)) == -ECONNREFUSED && local && cm_now_ms() < until)
+		usleep(10000);
+	return r;
 }
 
 static void *active_main(void *arg)
