@@ -32,7 +32,7 @@
 
 enum {
 	CM_IW_MPA_MS = 10000,      /* the peer's MPA request or reply */
-	CM_IW_POLL_MS = 200,       /* a listener looks for its end this often */
+	CM_IW_POLL_MS = 10000,     /* a bound only: shutdown() wakes a listener */
 	CM_IW_CONNECT_S = 3,       /* TCP connect, as the caller waits in it */
 	CM_IW_RD_MAX = 128,        /* SRN_MAX_RD_ATOM */
 	CM_IW_PDATA_MAX = IWARP_MPA_PD_MAX - IWARP_MPA_V2_LEN,

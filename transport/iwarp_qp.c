@@ -25,7 +25,7 @@
 enum {
 	IWQP_TX_TIMEOUT_MS = 30000, /* a peer that takes no bytes this long is gone */
 	IWQP_TERM_TIMEOUT_MS = 1000,
-	IWQP_RX_POLL_MS = 200,      /* how often the thread looks at stop */
+	IWQP_RX_POLL_MS = 10000,    /* a bound only: shutdown() wakes the thread */
 };
 
 /* srn_send_wqe.state of a WQE on an iWARP QP */
