@@ -3,8 +3,8 @@
  * RDMA WRITE and RDMA READ with their completions, the work requests siw
  * refuses in ibv_post_send, a READ of a bad rkey (the peer's Terminate:
  * IBV_WC_REM_ACCESS_ERR, QP_FATAL here, QP_ACCESS_ERR there, both ends
- * DISCONNECTED) and rdma_disconnect (DISCONNECTED both sides, receives
- * flushed).  docs/iwarp.md has the mapping. */
+ * DISCONNECTED), rdma_disconnect (DISCONNECTED both sides, receives
+ * flushed) and rdma_reject (REJECTED, -ECONNREFUSED, its private data).  docs/iwarp.md has the mapping. */
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -116,6 +116,36 @@ static int connect_pair(struct end *l, struct end *cli, struct end *srv, int por
 	return t_cm_expect(srv->ch, RDMA_CM_EVENT_ESTABLISHED, MS, NULL);
 }
 
+/* rdma_reject: the client hears REJECTED, -ECONNREFUSED, with the
+ * reject's private data (the MPA reply's). */
+static void rejected(struct end *l, struct end *cli, int port)
+{
+	struct sockaddr_in sin = t_cm_loopback(port);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *sid;
+	int ok;
+
+	T_ASSERT(!rdma_create_id(cli->ch, &cli->id, NULL, RDMA_PS_TCP) &&
+		 !rdma_resolve_addr(cli->id, NULL, (struct sockaddr *)&sin, MS) &&
+		 !t_cm_expect(cli->ch, RDMA_CM_EVENT_ADDR_RESOLVED, MS, NULL) &&
+		 !rdma_resolve_route(cli->id, MS) &&
+		 !t_cm_expect(cli->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, MS, NULL) &&
+		 !t_cm_make_qp(cli->id, 8) && !rdma_connect(cli->id, NULL) &&
+		 !t_cm_expect(l->ch, RDMA_CM_EVENT_CONNECT_REQUEST, MS, &ev), "third connection");
+	sid = ev->id;
+	rdma_ack_cm_event(ev);
+	T_OK(!rdma_reject(sid, "nope", 5), "rdma_reject");
+	ev = t_cm_event(cli->ch, MS);
+	ok = ev && ev->event == RDMA_CM_EVENT_REJECTED && ev->status == -ECONNREFUSED &&
+	     ev->param.conn.private_data_len >= 5 &&
+	     !memcmp(ev->param.conn.private_data, "nope", 5);
+	T_OK(ok, "the client: REJECTED, status -ECONNREFUSED, the reject's private data "
+	     "(%s, %d)", ev ? rdma_event_str(ev->event) : "none", ev ? ev->status : 0);
+	if (ev)
+		rdma_ack_cm_event(ev);
+	rdma_destroy_id(sid);
+}
+
 static void close_end(struct end *e)
 {
 	if (e->mr)
@@ -224,6 +254,8 @@ int main(void)
 	     !t_cm_expect(srv.ch, RDMA_CM_EVENT_DISCONNECTED, MS, NULL),
 	     "the stream's end: DISCONNECTED at both ends");
 	close_end(&srv);
+	close_end(&cli);
+	rejected(&l, &cli, port);
 	close_end(&cli);
 	rdma_destroy_id(l.id);
 	rdma_destroy_event_channel(cli.ch);
