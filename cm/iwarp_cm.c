@@ -243,7 +243,8 @@ static void passive_in(struct cm_iw *le, int fd)
 	c->responder_resources = c->remote_init_depth;
 	c->initiator_depth = c->remote_resp_res;
 	len = req.pdata_len < WIRE_CM_DATA_LEN ? req.pdata_len : WIRE_CM_DATA_LEN;
-	ev = cm_event_connect_request(c, l, e->req.pdata, len);
+	/* (never NULL for memcpy, even with no data) */
+	ev = cm_event_connect_request(c, l, len ? e->req.pdata : e->reqbuf, len);
 	if (ev) {
 		ev->ev.param.conn.private_data = len ? ev->pdata : NULL;
 		ev->ev.param.conn.private_data_len = (uint8_t)(len > 255 ? 255 : len);
