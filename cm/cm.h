@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "cm/addr.h"
 #include "wire/mad.h"
 
 /* SOFTRNIC_LOG=debug traces every MAD, state change and connection call
@@ -101,9 +102,10 @@ enum cm_state {
 	CM_SIDR_REQ_SENT,            /* UDP port space: waiting for SIDR_REP */
 };
 
-/* Where the peer's CM agent listens: IPv4 address + UDP port. */
+/* Where the peer's CM agent listens: address (cm/addr.h) + UDP port. */
 struct cm_peer {
-	uint8_t ip[4];
+	uint8_t ip[16];
+	uint32_t scope;              /* link-local IPv6: interface index */
 	uint16_t port;               /* host order; CM_ROCE_PORT: a RoCE GSI
 	                              * (kernel rdma_cm, another host), never
 	                              * a softrnic agent of this host */
@@ -117,12 +119,16 @@ struct cm_id {
 	struct cm_channel *chan;     /* == id.channel */
 	bool sync;                   /* created with a NULL channel */
 	int dir_slot;                /* directory binding, -1 if none */
-	bool reuseaddr, afonly;
+	bool reuseaddr;
+	bool afonly, afonly_set;     /* bound: takes its own family only */
 	uint8_t tos, ack_timeout;    /* rdma_set_option */
 	bool ack_timeout_set;
 	unsigned int unacked;        /* events handed out, not acked */
 	bool destroying;
 	struct ibv_sa_path_rec path; /* route.path_rec points here */
+	/* route.addr's addresses in cm/addr.h form (cm_id_set_src/dst) */
+	uint8_t sip[16], dip[16];
+	uint32_t sscope, dscope;
 	/* listener */
 	int backlog;
 	int pending;                 /* CONNECT_REQUESTs not yet accepted */
@@ -180,14 +186,19 @@ struct cm_id *cm_id_alloc(struct cm_channel *ch, void *context,
 /* Bind to addr's device (if not wildcard) and directory; cm_lock held.
  * 0 or positive errno. */
 int cm_id_bind_locked(struct cm_id *c, const struct sockaddr *addr);
-/* Find the device + port whose GID 0 is ip (IPv4); NULL if none. */
-struct ibv_context *cm_device_for_ip(const uint8_t ip[4]);
+/* The device that has ip (cm/addr.h form) as a GID; NULL if none. */
+struct ibv_context *cm_device_for_ip(const uint8_t ip[16]);
+/* The index of GID gid on port 1 of ctx (0 if it has none). */
+uint8_t cm_gid_index(struct ibv_context *ctx, const union ibv_gid *gid);
+/* Set c's source / destination address (route.addr, sip/dip). */
+void cm_id_set_src(struct cm_id *c, const uint8_t ip[16], uint16_t port, uint32_t scope);
+void cm_id_set_dst(struct cm_id *c, const uint8_t ip[16], uint16_t port, uint32_t scope);
 void cm_id_fill_gids(struct cm_id *c);
 /* Unlink and free an id no application has seen (cm_lock held). */
 void cm_id_free_unreported(struct cm_id *c);
 uint16_t cm_src_port(const struct cm_id *c);   /* host order */
 uint16_t cm_dst_port(const struct cm_id *c);
-const uint8_t *cm_src_ip(const struct cm_id *c); /* 4 bytes */
+const uint8_t *cm_src_ip(const struct cm_id *c); /* 16 bytes, cm/addr.h */
 const uint8_t *cm_dst_ip(const struct cm_id *c);
 uint16_t cm_ps_code(enum rdma_port_space ps);
 uint64_t cm_now_ms(void);
@@ -203,21 +214,24 @@ uint16_t cm_agent_port(void);        /* our GSI UDP port, host order */
 /* Our agent's directory slot (the top bits of our comm ids), -1 if none. */
 int cm_agent_slot(void);
 void cm_agent_wake(void);            /* re-evaluate timers now */
-/* Send a MAD to peer from local IPv4 src.  0 or -errno. */
-int cm_mad_send(const struct cm_peer *peer, const uint8_t src_ip[4],
+/* Send a MAD to peer from local address src.  0 or -errno. */
+int cm_mad_send(const struct cm_peer *peer, const uint8_t src_ip[16],
 		const uint8_t mad[WIRE_MAD_LEN]);
 
-int cm_gsi_open(uint16_t *port);
+/* The GSI socket of family (AF_INET or AF_INET6, IPv6 only) on *port
+ * (0: any, then set): fd or -errno. */
+int cm_gsi_open(int family, uint16_t *port);
 /* Send one UD MAD packet; 0 or -errno. */
-int cm_gsi_send(int fd, uint16_t sport, const uint8_t src_ip[4],
+int cm_gsi_send(int fd, uint16_t sport, const uint8_t src_ip[16],
 		const struct cm_peer *to, uint32_t psn,
 		const uint8_t mad[WIRE_MAD_LEN]);
 /* Receive one packet; returns 1 and the MAD (copied to mad) with sender,
  * 0 if nothing valid is waiting (a bad packet is dropped), -errno. */
 int cm_gsi_recv(int fd, uint8_t mad[WIRE_MAD_LEN], struct cm_peer *from,
-		uint8_t to_ip[4]);
-/* The socket probes go from, which reports ICMP errors: fd or -errno. */
-int cm_probe_open(void);
+		uint8_t to_ip[16]);
+/* The socket of family probes go from, which reports ICMP errors: fd or
+ * -errno. */
+int cm_probe_open(int family);
 /* An empty datagram to to (cm/peer_probe.c): a live engine takes it for
  * a doorbell; a host with nobody at the port answers ICMP. 0 or -errno. */
 int cm_gsi_probe(int fd, const struct cm_peer *to);
@@ -227,27 +241,35 @@ int cm_probe_send(const struct cm_peer *peer); /* on our agent's probe socket */
 int cm_probe_timers(uint64_t now);
 /* Probe peer's host at the next timer pass (a DREQ went there). */
 void cm_probe_soon(const struct cm_peer *peer);
-/* One error from the probe socket's error queue: 1 with the address a
- * probe was sent to that ICMP says nobody listens at (port unreachable),
- * 0 for another error, -EAGAIN when the queue is empty, -errno. */
+/* What ICMP said about a probe's destination. */
+enum cm_unreach {
+	CM_UNREACH_PORT = 1,         /* nobody listens at the port */
+	CM_UNREACH_HOST = 2,         /* no such host (no route, no neighbour) */
+};
+/* One error from the probe socket's error queue: a cm_unreach with the
+ * address the probe was sent to, 0 for another error, -EAGAIN when the
+ * queue is empty, -errno. */
 int cm_gsi_recv_err(int fd, struct cm_peer *to);
-/* Nobody listens at to: DREQs sent there give up now, and established
- * connections to that host's port 4791 end when it says so twice, at
- * least CM_UNREACH_GAP_MS apart.  cm_lock held. */
-void cm_peer_unreachable(const struct cm_peer *to);
+/* Nobody listens at to (why: CM_UNREACH_PORT) or there is no such host
+ * (CM_UNREACH_HOST): REQs and SIDR_REQs sent there end now
+ * (UNREACHABLE); on port unreachable DREQs sent there give up too, and
+ * established connections to that host's port 4791 end when it says so
+ * twice, at least CM_UNREACH_GAP_MS apart.  cm_lock held. */
+void cm_peer_unreachable(const struct cm_peer *to, int why);
 /* The source address the host would use toward dst (0 or -errno). */
-int cm_route_src(const uint8_t dst[4], uint8_t src[4]);
-bool cm_ip_is_local(const uint8_t ip[4]);
+int cm_route_src(const uint8_t dst[16], uint32_t scope, uint8_t src[16]);
+bool cm_ip_is_local(const uint8_t ip[16]);
 
 /* ---- the host-wide directory (cm/directory.c) ------------------------ */
 
-/* Reserve (ps, ip, port): ip all-zero = wildcard; port 0 picks one.
- * Returns the slot (>= 0) and sets *port, or -EADDRINUSE / -ENOSPC / -errno. */
-int cm_dir_bind(uint16_t ps, const uint8_t ip[4], uint16_t *port, bool reuse);
+/* Reserve (ps, ip, port): ip a wildcard of either family (cm_ip_is_any)
+ * or an address; port 0 picks one.  Returns the slot (>= 0) and sets
+ * *port, or -EADDRINUSE / -ENOSPC / -errno. */
+int cm_dir_bind(uint16_t ps, const uint8_t ip[16], bool afonly, uint16_t *port, bool reuse);
 void cm_dir_unbind(int slot);
 int cm_dir_listen(int slot, uint16_t gsi_port);   /* 0 or -EADDRINUSE */
 /* GSI port of the live listener for (ps, ip, port), or 0. */
-uint16_t cm_dir_lookup(uint16_t ps, const uint8_t ip[4], uint16_t port);
+uint16_t cm_dir_lookup(uint16_t ps, const uint8_t ip[16], uint16_t port);
 int cm_dir_agent_register(uint16_t gsi_port);   /* 0 or -errno */
 /* The slot our agent on gsi_port holds (named in our comm ids, see
  * net/cm_dir.h), or -errno. */
@@ -258,7 +280,7 @@ bool cm_dir_agent_alive(uint16_t gsi_port);
 /* ---- the protocol (cm/conn.c) ---------------------------------------- */
 
 void cm_conn_mad_in(const uint8_t mad[WIRE_MAD_LEN], const struct cm_peer *from,
-		    const uint8_t to_ip[4]);
+		    const uint8_t to_ip[16]);
 /* Retransmit or time out what is due; returns ms until the next deadline
  * (-1 = none).  cm_lock held. */
 int cm_conn_timers(uint64_t now);

@@ -49,7 +49,7 @@ SRN_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	pthread_mutex_lock(&cm_lock);
 	if (c->state == CM_IDLE) {
 		/* Listening unbound: the wildcard address, a free port. */
-		struct sockaddr_in any = { .sin_family = AF_INET };
+		struct sockaddr_in any = { .sin_family = AF_INET }; /* as Linux */
 
 		err = cm_id_bind_locked(c, (struct sockaddr *)&any);
 	}
@@ -122,19 +122,19 @@ SRN_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **i
 	return 0;
 }
 
-void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from, const uint8_t to_ip[4])
+void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from, const uint8_t to_ip[16])
 {
 	const struct wire_cm_req *r = &m->req;
 	struct wire_cma_hdr h;
 	struct cm_id *l, *c;
 	struct cm_event *e;
-	uint8_t dst[4];
+	uint8_t dst[16], src[16];
 	uint16_t ps, port;
 
 	/* A repeated REQ: the answer was lost or the application is slow. */
 	for (c = cm_ids; c; c = c->next) {
 		if (c->remote_comm_id != r->local_comm_id || !c->passive ||
-		    memcmp(c->peer.ip, from->ip, 4))
+		    memcmp(c->peer.ip, from->ip, 16))
 			continue;
 		if (c->state == CM_REQ_RCVD) {
 			struct wire_cm_msg mra;
@@ -155,9 +155,9 @@ void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from, const ui
 		goto bad_sid;
 	ps = wire_cm_service_id_ps(r->service_id);
 	port = wire_cm_service_id_port(r->service_id);
-	if (wire_cma_hdr_decode(r->private_data, sizeof(r->private_data), &h) || h.ip_version != 4)
+	if (wire_cma_hdr_decode(r->private_data, sizeof(r->private_data), &h))
 		goto bad_sid;
-	memcpy(dst, &h.dst[12], 4);
+	cm_cma_hdr_ips(&h, src, dst);
 	l = cm_find_listener(ps, port, dst, false);
 	if (!l && cm_req_hold(m, from, to_ip, ps, port, dst, false))
 		return; /* rdma_listen may come yet */
@@ -176,12 +176,9 @@ void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from, const ui
 	}
 	c->listener = l;
 	c->passive = true;
-	c->id.route.addr.src_sin.sin_family = AF_INET;
-	memcpy(&c->id.route.addr.src_sin.sin_addr, dst, 4);
-	c->id.route.addr.src_sin.sin_port = htons(port);
-	c->id.route.addr.dst_sin.sin_family = AF_INET;
-	memcpy(&c->id.route.addr.dst_sin.sin_addr, &h.src[12], 4);
-	c->id.route.addr.dst_sin.sin_port = htons(h.src_port);
+	/* (a link-local pair shares the link the REQ came over) */
+	cm_id_set_src(c, dst, port, cm_ip_is_linklocal(dst) ? from->scope : 0);
+	cm_id_set_dst(c, src, h.src_port, cm_ip_is_linklocal(src) ? from->scope : 0);
 	c->id.pd = l->ep_pd;
 	cm_id_set_device(c, l->id.verbs ? l->id.verbs : cm_device_for_ip(dst));
 	cm_id_fill_gids(c);
@@ -313,7 +310,8 @@ SRN_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	c->tid = (uint64_t)cm_rand32() << 32 | cm_rand32();
 	/* Where the listener's agent is: the directory for this host,
 	 * RoCE's UDP port for another. */
-	memcpy(c->peer.ip, cm_dst_ip(c), 4);
+	memcpy(c->peer.ip, cm_dst_ip(c), 16);
+	c->peer.scope = c->dscope;
 	c->peer_local = cm_ip_is_local(c->peer.ip);
 	lport = c->peer_local ? cm_dir_lookup(cm_ps_code(id->ps), cm_dst_ip(c), cm_dst_port(c)) :
 				CM_ROCE_PORT;
@@ -398,7 +396,7 @@ static void send_rtu(struct cm_id *c)
 }
 
 void cm_rep_in(const struct wire_cm_msg *m, const struct cm_peer *from,
-		   const uint8_t to_ip[4])
+		   const uint8_t to_ip[16])
 {
 	const struct wire_cm_rep *r = &m->rep;
 	struct cm_id *c = cm_find_by_local(r->remote_comm_id);
@@ -419,6 +417,8 @@ void cm_rep_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	c->mad_pending = false;
 	c->remote_comm_id = r->local_comm_id;
 	c->peer = *from;
+	if (!c->peer.scope)
+		c->peer.scope = c->dscope; /* (a handed-on MAD has none) */
 	c->remote_qpn = r->local_qpn;
 	c->sq_psn = r->starting_psn;
 	c->remote_resp_res = r->responder_resources;
@@ -640,7 +640,7 @@ void cm_rej_in(const struct wire_cm_msg *m, const struct cm_peer *from)
 	if (!c && !r->remote_comm_id && r->local_comm_id) {
 		for (struct cm_id *o = cm_ids; o; o = o->next)
 			if (o->passive && !o->destroying && o->remote_comm_id == r->local_comm_id &&
-			    !memcmp(o->peer.ip, from->ip, 4))
+			    !memcmp(o->peer.ip, from->ip, 16))
 				c = o;
 	}
 	if (!c || (c->state != CM_REQ_SENT && c->state != CM_REP_SENT &&

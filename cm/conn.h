@@ -52,39 +52,41 @@ void cm_send_rej(struct cm_id *c, uint16_t reason, uint8_t msg_rejected,
 		const void *pdata, size_t len);
 /* a REJ to a MAD that matches no id */
 void cm_rej_unknown(const struct wire_cm_msg *in, const struct cm_peer *from,
-		const uint8_t to_ip[4], uint32_t remote_comm_id, uint16_t reason, uint8_t msg_rejected);
+		const uint8_t to_ip[16], uint32_t remote_comm_id, uint16_t reason, uint8_t msg_rejected);
 /* queue e (may be NULL: allocation failed) on c's channel */
 void cm_post(struct cm_id *c, struct cm_event *e);
 /* an event with private data and the peer's conn params */
 struct cm_event *cm_event_conn(struct cm_id *c, enum rdma_cm_event_type t, int st,
 		const uint8_t *pdata, size_t len);
 /* the listener for (ps, port) on ip: exact address first, then wildcard */
-struct cm_id *cm_find_listener(uint16_t ps, uint16_t port, const uint8_t ip[4], bool ud);
+struct cm_id *cm_find_listener(uint16_t ps, uint16_t port, const uint8_t ip[16], bool ud);
 struct cm_id *cm_find_by_local(uint32_t comm_id);
+/* The addresses of a REQ's IP CM header in cm/addr.h form. */
+void cm_cma_hdr_ips(const struct wire_cma_hdr *h, uint8_t src[16], uint8_t dst[16]);
 void cm_fill_path(struct cm_id *c, unsigned int mtu);
 /* ---- MAD handlers (cm_conn_mad_in dispatches) ---- */
 void cm_req_in(const struct wire_cm_msg *m, const struct cm_peer *from,
-		const uint8_t to_ip[4]);
+		const uint8_t to_ip[16]);
 void cm_rep_in(const struct wire_cm_msg *m, const struct cm_peer *from,
-		const uint8_t to_ip[4]);
+		const uint8_t to_ip[16]);
 void cm_rtu_in(const struct wire_cm_msg *m);
 void cm_rej_in(const struct wire_cm_msg *m, const struct cm_peer *from);
 void cm_mra_in(const struct wire_cm_msg *m);
 void cm_send_dreq(struct cm_id *c, bool tracked);
 void cm_post_disconnected(struct cm_id *c);
 void cm_dreq_in(const struct wire_cm_msg *m, const struct cm_peer *from,
-		const uint8_t to_ip[4]);
+		const uint8_t to_ip[16]);
 void cm_drep_in(const struct wire_cm_msg *m);
 int cm_sidr_connect(struct cm_id *c, const struct rdma_conn_param *p);
 void cm_sidr_req_in(const struct wire_cm_msg *m, const struct cm_peer *from,
-		const uint8_t to_ip[4]);
+		const uint8_t to_ip[16]);
 int cm_sidr_accept(struct cm_id *c, const struct rdma_conn_param *p);
 void cm_sidr_rep_in(const struct wire_cm_msg *m);
 /* ---- requests that came before their listener (cm/dispatch.c) ---- */
 /* Hold m (a REQ or SIDR_REQ for ps/port on dst nobody listens on) until a
  * listener appears or CM_REQ_HOLD_MS pass; false: refuse it now. */
 bool cm_req_hold(const struct wire_cm_msg *m, const struct cm_peer *from,
-		const uint8_t to_ip[4], uint16_t ps, uint16_t port, const uint8_t dst[4],
+		const uint8_t to_ip[16], uint16_t ps, uint16_t port, const uint8_t dst[16],
 		bool ud);
 /* A listener appeared: hand it what it was waited for. */
 void cm_req_hold_release(void);

@@ -117,7 +117,7 @@ void cm_send_rej(struct cm_id *c, uint16_t reason, uint8_t msg_rejected,
 
 /* A REJ to a MAD that matches no id (no state kept). */
 void cm_rej_unknown(const struct wire_cm_msg *in, const struct cm_peer *from,
-			const uint8_t to_ip[4], uint32_t remote_comm_id, uint16_t reason,
+			const uint8_t to_ip[16], uint32_t remote_comm_id, uint16_t reason,
 			uint8_t msg_rejected)
 {
 	struct wire_cm_msg m;
@@ -159,10 +159,9 @@ struct cm_event *cm_event_conn(struct cm_id *c, enum rdma_cm_event_type t, int s
 }
 
 /* Find the listener for (ps, port) on ip, as the kernel does: an exact
- * address first, then the wildcard. */
-struct cm_id *cm_find_listener(uint16_t ps, uint16_t port, const uint8_t ip[4], bool ud)
+ * address first, then a wildcard that takes ip's family. */
+struct cm_id *cm_find_listener(uint16_t ps, uint16_t port, const uint8_t ip[16], bool ud)
 {
-	static const uint8_t any[4];
 	struct cm_id *wild = NULL;
 
 	for (struct cm_id *c = cm_ids; c; c = c->next) {
@@ -170,12 +169,23 @@ struct cm_id *cm_find_listener(uint16_t ps, uint16_t port, const uint8_t ip[4], 
 		if (c->state != CM_LISTEN || cm_ps_code(c->id.ps) != ps || cm_src_port(c) != port ||
 		    (c->id.qp_type == IBV_QPT_UD) != ud)
 			continue;
-		if (!memcmp(cm_src_ip(c), ip, 4))
+		if (!memcmp(cm_src_ip(c), ip, 16))
 			return c;
-		if (!memcmp(cm_src_ip(c), any, 4))
+		if (cm_ip_is_any(cm_src_ip(c)) && net_cmdir_ip_takes(cm_src_ip(c), c->afonly, ip))
 			wild = c;
 	}
 	return wild;
+}
+
+void cm_cma_hdr_ips(const struct wire_cma_hdr *h, uint8_t src[16], uint8_t dst[16])
+{
+	if (h->ip_version == 4) {
+		cm_ip_from_v4(src, &h->src[12]);
+		cm_ip_from_v4(dst, &h->dst[12]);
+	} else {
+		memcpy(src, h->src, 16);
+		memcpy(dst, h->dst, 16);
+	}
 }
 
 struct cm_id *cm_find_by_local(uint32_t comm_id)

@@ -73,19 +73,24 @@ static void dir_unlock(void)
 	pthread_mutex_unlock(&dir_mutex);
 }
 
-static bool ip_overlap(const uint8_t a[4], const uint8_t b[4])
+/* Two binds clash on a port when their addresses are equal or either is
+ * a wildcard, unless both take their own family only and the families
+ * differ (Linux's rdma_cm port check). */
+static bool ip_overlap(const uint8_t a[16], bool a_only, const uint8_t b[16], bool b_only)
 {
-	static const uint8_t any[4];
-
-	return !memcmp(a, b, 4) || !memcmp(a, any, 4) || !memcmp(b, any, 4);
+	if (a_only && b_only && net_cmdir_ip_v4(a) != net_cmdir_ip_v4(b))
+		return false;
+	return !memcmp(a, b, 16) || net_cmdir_ip_any(a) || net_cmdir_ip_any(b);
 }
 
-static bool port_taken(uint16_t ps, const uint8_t ip[4], uint16_t port, bool reuse)
+static bool port_taken(uint16_t ps, const uint8_t ip[16], bool afonly, uint16_t port,
+		       bool reuse)
 {
 	for (int i = 0; i < NET_CMDIR_BINDS; i++) {
 		struct net_cmdir_bind *b = &dir->binds[i];
 
-		if (!b->owner || b->ps != ps || b->port != port || !ip_overlap(b->ip, ip))
+		if (!b->owner || b->ps != ps || b->port != port ||
+		    !ip_overlap(b->ip, b->afonly, ip, afonly))
 			continue;
 		if (!alive(b->owner)) {
 			memset(b, 0, sizeof(*b));
@@ -101,7 +106,7 @@ static bool port_taken(uint16_t ps, const uint8_t ip[4], uint16_t port, bool reu
 	return false;
 }
 
-int cm_dir_bind(uint16_t ps, const uint8_t ip[4], uint16_t *port, bool reuse)
+int cm_dir_bind(uint16_t ps, const uint8_t ip[16], bool afonly, uint16_t *port, bool reuse)
 {
 	int slot = -1, ret;
 
@@ -116,14 +121,14 @@ int cm_dir_bind(uint16_t ps, const uint8_t ip[4], uint16_t *port, bool reuse)
 				r = (uint32_t)rand();
 			uint16_t p = (uint16_t)(32768 + r % (61000 - 32768));
 
-			if (!port_taken(ps, ip, p, false))
+			if (!port_taken(ps, ip, afonly, p, false))
 				*port = p;
 		}
 		if (*port == 0) {
 			ret = -EADDRINUSE;
 			goto out;
 		}
-	} else if (port_taken(ps, ip, *port, reuse)) {
+	} else if (port_taken(ps, ip, afonly, *port, reuse)) {
 		ret = -EADDRINUSE;
 		goto out;
 	}
@@ -140,8 +145,9 @@ int cm_dir_bind(uint16_t ps, const uint8_t ip[4], uint16_t *port, bool reuse)
 		goto out;
 	}
 	dir->binds[slot] = (struct net_cmdir_bind){ .owner = dir_me, .ps = ps, .port = *port,
-					      .reuse = reuse, .netns = dir_ns };
-	memcpy(dir->binds[slot].ip, ip, 4);
+					      .reuse = reuse, .netns = dir_ns,
+					      .afonly = afonly };
+	memcpy(dir->binds[slot].ip, ip, 16);
 	ret = slot;
 out:
 	dir_unlock();
@@ -173,7 +179,7 @@ int cm_dir_listen(int slot, uint16_t gsi_port)
 		struct net_cmdir_bind *o = &dir->binds[i];
 
 		if (i != slot && o->owner && o->listening && o->ps == b->ps &&
-		    o->port == b->port && ip_overlap(o->ip, b->ip) &&
+		    o->port == b->port && ip_overlap(o->ip, o->afonly, b->ip, b->afonly) &&
 		    net_cmdir_same_ns(o->netns, dir_ns) && alive(o->owner)) {
 			ret = -EADDRINUSE;
 			break;
@@ -187,7 +193,7 @@ int cm_dir_listen(int slot, uint16_t gsi_port)
 	return ret;
 }
 
-uint16_t cm_dir_lookup(uint16_t ps, const uint8_t ip[4], uint16_t port)
+uint16_t cm_dir_lookup(uint16_t ps, const uint8_t ip[16], uint16_t port)
 {
 	uint16_t found = 0;
 
@@ -197,11 +203,11 @@ uint16_t cm_dir_lookup(uint16_t ps, const uint8_t ip[4], uint16_t port)
 		struct net_cmdir_bind *b = &dir->binds[i];
 
 		if (!b->owner || !b->listening || b->ps != ps || b->port != port ||
-		    !ip_overlap(b->ip, ip) || !net_cmdir_same_ns(b->netns, dir_ns) ||
+		    !net_cmdir_ip_takes(b->ip, b->afonly, ip) || !net_cmdir_same_ns(b->netns, dir_ns) ||
 		    !alive(b->owner))
 			continue;
 		found = b->gsi_port;
-		if (!memcmp(b->ip, ip, 4))
+		if (!memcmp(b->ip, ip, 16))
 			break; /* an exact address wins over a wildcard */
 	}
 	dir_unlock();

@@ -105,7 +105,7 @@ void cm_post_held(struct cm_channel *ch)
 }
 
 void cm_dreq_in(const struct wire_cm_msg *m, const struct cm_peer *from,
-		    const uint8_t to_ip[4])
+		    const uint8_t to_ip[16])
 {
 	struct cm_id *c = cm_find_by_local(m->dreq.remote_comm_id);
 	struct wire_cm_msg rep;

@@ -34,9 +34,9 @@ struct held_req {
 	bool used;
 	struct wire_cm_msg m;        /* decoded REQ / SIDR_REQ */
 	struct cm_peer from;
-	uint8_t to_ip[4];
+	uint8_t to_ip[16];
 	uint16_t ps, port;           /* service the listener must serve */
-	uint8_t dst[4];
+	uint8_t dst[16];
 	bool ud;                     /* SIDR_REQ: a UD listener */
 	uint64_t until_ms;
 };
@@ -52,7 +52,7 @@ static uint32_t request_of(const struct wire_cm_msg *m)
 }
 
 bool cm_req_hold(const struct wire_cm_msg *m, const struct cm_peer *from,
-		 const uint8_t to_ip[4], uint16_t ps, uint16_t port, const uint8_t dst[4],
+		 const uint8_t to_ip[16], uint16_t ps, uint16_t port, const uint8_t dst[16],
 		 bool ud)
 {
 	struct held_req *free_slot = NULL;
@@ -69,7 +69,7 @@ bool cm_req_hold(const struct wire_cm_msg *m, const struct cm_peer *from,
 		}
 		/* The peer repeated it: the held one answers for both. */
 		if (h->m.hdr.attr_id == m->hdr.attr_id && request_of(&h->m) == request_of(m) &&
-		    !memcmp(h->from.ip, from->ip, 4))
+		    !memcmp(h->from.ip, from->ip, 16))
 			return true;
 	}
 	if (!free_slot)
@@ -77,10 +77,10 @@ bool cm_req_hold(const struct wire_cm_msg *m, const struct cm_peer *from,
 	free_slot->used = true;
 	free_slot->m = *m;
 	free_slot->from = *from;
-	memcpy(free_slot->to_ip, to_ip, 4);
+	memcpy(free_slot->to_ip, to_ip, 16);
 	free_slot->ps = ps;
 	free_slot->port = port;
-	memcpy(free_slot->dst, dst, 4);
+	memcpy(free_slot->dst, dst, 16);
 	free_slot->ud = ud;
 	free_slot->until_ms = cm_now_ms() + CM_REQ_HOLD_MS;
 	cm_agent_wake(); /* its timers now include this deadline */
@@ -140,7 +140,7 @@ int cm_req_hold_timers(uint64_t now)
 /* ---- dispatch, timers, teardown ------------------------------------------ */
 
 void cm_conn_mad_in(const uint8_t mad[WIRE_MAD_LEN], const struct cm_peer *from,
-		    const uint8_t to_ip[4])
+		    const uint8_t to_ip[16])
 {
 	struct wire_cm_msg m;
 
@@ -217,16 +217,32 @@ static void peer_gone(struct cm_id *c)
  * else there).  A DREQ sent there will get no DREP: the disconnect
  * completes now, not after every retry.  An established connection ends
  * at the second such answer. */
-void cm_peer_unreachable(const struct cm_peer *to)
+void cm_peer_unreachable(const struct cm_peer *to, int why)
 {
 	uint64_t now = cm_now_ms();
+	char as[64];
 
 	for (struct cm_id *c = cm_ids; c; c = c->next) {
-		if (c->destroying || c->peer.port != to->port || memcmp(c->peer.ip, to->ip, 4))
+		if (c->destroying || c->peer.port != to->port || memcmp(c->peer.ip, to->ip, 16))
+			continue;
+		/* A request to a host that has no RoCE port (or is not there)
+		 * will get no answer: UNREACHABLE now, not after every retry. */
+		if (c->mad_pending && (c->state == CM_REQ_SENT || c->state == CM_SIDR_REQ_SENT)) {
+			cm_dbg("request to %s:%u: %s unreachable\n", cm_ip_str(to->ip, to->scope, as),
+			       to->port, why == CM_UNREACH_PORT ? "port" : "host");
+			c->mad_pending = false;
+			cm_qp_to_err(c);
+			c->state = CM_TIMEWAIT;
+			cm_post(c, cm_event_conn(c, RDMA_CM_EVENT_UNREACHABLE,
+						 why == CM_UNREACH_PORT ? -ECONNREFUSED : -EHOSTUNREACH,
+						 NULL, 0));
+			continue;
+		}
+		if (why != CM_UNREACH_PORT)
 			continue;
 		if (c->mad_pending && c->state == CM_DREQ_SENT) {
-			cm_dbg("DREQ to %u.%u.%u.%u:%u: port unreachable, disconnected\n",
-			       to->ip[0], to->ip[1], to->ip[2], to->ip[3], to->port);
+			cm_dbg("DREQ to %s:%u: port unreachable, disconnected\n",
+			       cm_ip_str(to->ip, to->scope, as), to->port);
 			give_up(c);
 			continue;
 		}
@@ -235,8 +251,8 @@ void cm_peer_unreachable(const struct cm_peer *to)
 		if (!c->unreach_ms || now - c->unreach_ms > CM_UNREACH_MAX_MS) {
 			c->unreach_ms = now;
 		} else if (now - c->unreach_ms >= CM_UNREACH_GAP_MS) {
-			cm_dbg("%u.%u.%u.%u:%u: port unreachable twice, peer gone\n",
-			       to->ip[0], to->ip[1], to->ip[2], to->ip[3], to->port);
+			cm_dbg("%s:%u: port unreachable twice, peer gone\n",
+			       cm_ip_str(to->ip, to->scope, as), to->port);
 			peer_gone(c);
 		}
 	}

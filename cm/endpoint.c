@@ -34,12 +34,12 @@ SRN_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
 	}
 }
 
-/* The getaddrinfo(3) hints an rdma_addrinfo's hints stand for.  softrnic's
- * devices are IPv4 only, so an unspecified family asks for IPv4. */
+/* The getaddrinfo(3) hints an rdma_addrinfo's hints stand for; an
+ * unspecified family stays unspecified (IPv4 or IPv6), as in librdmacm. */
 static void to_ai_hints(const struct rdma_addrinfo *hints, struct addrinfo *h)
 {
 	memset(h, 0, sizeof(*h));
-	h->ai_family = hints && hints->ai_family ? hints->ai_family : AF_INET;
+	h->ai_family = hints ? hints->ai_family : AF_UNSPEC;
 	h->ai_socktype = hints && hints->ai_qp_type == IBV_QPT_UD ? SOCK_DGRAM : SOCK_STREAM;
 	if (hints && (hints->ai_flags & RAI_NUMERICHOST))
 		h->ai_flags |= AI_NUMERICHOST;

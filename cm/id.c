@@ -1,6 +1,7 @@
 /* cm ids: creation, destruction, binding and address/route resolution.
- * Addressing is RoCEv2: an id binds to an IPv4 address; the softrnic
- * device whose GID 0 is that address (::ffff:a.b.c.d) serves it. */
+ * Addressing is RoCEv2: an id binds to an IPv4 or IPv6 address; the
+ * softrnic device that has that address as a GID (IPv4 as ::ffff:a.b.c.d)
+ * serves it, and the path names that GID. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -33,48 +34,53 @@ uint16_t cm_ps_code(enum rdma_port_space ps)
 	return (uint16_t)ps;
 }
 
-static void gid_from_ip(union ibv_gid *g, const uint8_t ip[4])
-{
-	memset(g, 0, sizeof(*g));
-	g->raw[10] = 0xff;
-	g->raw[11] = 0xff;
-	memcpy(&g->raw[12], ip, 4);
-}
-
-struct ibv_context *cm_device_for_ip(const uint8_t ip[4])
+struct ibv_context *cm_device_for_ip(const uint8_t ip[16])
 {
 	struct ibv_context **ctxs;
-	union ibv_gid want;
 	int n = 0;
 
-	gid_from_ip(&want, ip);
 	ctxs = cm_devices(&n);
 	for (int d = 0; ctxs && d < n; d++) {
 		struct ibv_port_attr pa;
 
 		if (ibv_query_port(ctxs[d], 1, &pa))
 			continue;
-		for (int i = 0; i < pa.gid_tbl_len && i < 16; i++) {
+		for (int i = 0; i < pa.gid_tbl_len && i < 256; i++) {
 			union ibv_gid g;
 
-			if (ibv_query_gid(ctxs[d], 1, i, &g) == 0 &&
-			    memcmp(&g, &want, sizeof(g)) == 0)
+			if (ibv_query_gid(ctxs[d], 1, i, &g) == 0 && !memcmp(g.raw, ip, 16))
 				return ctxs[d];
 		}
 	}
 	return cm_iw_device_for_ip(ip); /* an iWARP device has no IP GID */
 }
 
+uint8_t cm_gid_index(struct ibv_context *ctx, const union ibv_gid *gid)
+{
+	struct ibv_port_attr pa;
+
+	if (!ctx || ibv_query_port(ctx, 1, &pa))
+		return 0;
+	for (int i = 0; i < pa.gid_tbl_len && i < 256; i++) {
+		union ibv_gid g;
+
+		if (ibv_query_gid(ctx, 1, i, &g) == 0 && !memcmp(&g, gid, sizeof(g)))
+			return (uint8_t)i;
+	}
+	return 0;
+}
+
 const uint8_t *cm_src_ip(const struct cm_id *c)
 {
-	return (const uint8_t *)&c->id.route.addr.src_sin.sin_addr;
+	return c->sip;
 }
 
 const uint8_t *cm_dst_ip(const struct cm_id *c)
 {
-	return (const uint8_t *)&c->id.route.addr.dst_sin.sin_addr;
+	return c->dip;
 }
 
+/* (sin_port and sin6_port sit at the same offset) */
 uint16_t cm_src_port(const struct cm_id *c)
 {
 	return ntohs(c->id.route.addr.src_sin.sin_port);
@@ -85,10 +91,25 @@ uint16_t cm_dst_port(const struct cm_id *c)
 	return ntohs(c->id.route.addr.dst_sin.sin_port);
 }
 
+void cm_id_set_src(struct cm_id *c, const uint8_t ip[16], uint16_t port, uint32_t scope)
+{
+	memcpy(c->sip, ip, 16);
+	c->sscope = scope;
+	cm_ip_to_sa(&c->id.route.addr.src_storage, ip, port, scope);
+}
+
+void cm_id_set_dst(struct cm_id *c, const uint8_t ip[16], uint16_t port, uint32_t scope)
+{
+	memcpy(c->dip, ip, 16);
+	c->dscope = scope;
+	cm_ip_to_sa(&c->id.route.addr.dst_storage, ip, port, scope);
+}
+
+/* The GIDs are the addresses themselves (cm/addr.h). */
 void cm_id_fill_gids(struct cm_id *c)
 {
-	gid_from_ip(&c->id.route.addr.addr.ibaddr.sgid, cm_src_ip(c));
-	gid_from_ip(&c->id.route.addr.addr.ibaddr.dgid, cm_dst_ip(c));
+	memcpy(c->id.route.addr.addr.ibaddr.sgid.raw, c->sip, 16);
+	memcpy(c->id.route.addr.addr.ibaddr.dgid.raw, c->dip, 16);
 	c->id.route.addr.addr.ibaddr.pkey = htons(0xffff);
 }
 
@@ -116,8 +137,11 @@ struct cm_id *cm_id_alloc(struct cm_channel *ch, void *context,
 	c->id.qp_type = (ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB) ? IBV_QPT_UD : IBV_QPT_RC;
 	c->dir_slot = -1;
 	c->ack_timeout = 19;
-	c->id.route.addr.src_sin.sin_family = AF_INET;
-	c->id.route.addr.dst_sin.sin_family = AF_INET;
+	/* unbound: the IPv4 wildcard, as before any bind */
+	cm_ip_from_v4(c->sip, "\0\0\0\0");
+	cm_ip_from_v4(c->dip, "\0\0\0\0");
+	cm_id_set_src(c, c->sip, 0, 0);
+	cm_id_set_dst(c, c->dip, 0, 0);
 	c->next = cm_ids;
 	cm_ids = c;
 	return c;
@@ -209,44 +233,54 @@ SRN_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	return 0;
 }
 
-/* 127.0.0.0/8: see cm_id_bind_locked for how a bind to one is treated. */
-static bool ip_is_loopback(const uint8_t ip[4])
+/* net.ipv6.bindv6only, the default of an IPv6 bind's AFONLY. */
+static bool bindv6only(void)
 {
-	return ip[0] == 127;
+	FILE *f = fopen("/proc/sys/net/ipv6/bindv6only", "re");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v != 0;
 }
 
 int cm_id_bind_locked(struct cm_id *c, const struct sockaddr *addr)
 {
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
-	static const uint8_t any[4];
 	struct ibv_context *ctx = NULL;
 	uint16_t port;
-	uint8_t ip[4];
-	int slot;
+	uint32_t scope;
+	uint8_t ip[16];
+	int slot, err;
 
-	if (addr->sa_family != AF_INET)
-		return EAFNOSUPPORT;
 	if (c->state != CM_IDLE)
 		return EINVAL;
-	memcpy(ip, &sin->sin_addr, 4);
-	if (memcmp(ip, any, 4)) {
+	err = cm_ip_from_sa(addr, ip, &port, &scope);
+	if (err)
+		return -err;
+	if (cm_ip_is_linklocal(ip) && !scope)
+		return EINVAL; /* which link?  (Linux: EINVAL too) */
+	if (!cm_ip_is_any(ip)) {
 		ctx = cm_device_for_ip(ip);
 		/* Linux binds a loopback address like the wildcard (no device
 		 * until a destination is resolved): no kernel RDMA device owns
-		 * one.  srn_lo owns 127.0.0.1, and a bind to an address a device
-		 * owns attaches it (pyverbs opens id->verbs right after bind);
-		 * other loopback addresses bind as Linux binds them. */
-		if (!ctx && !ip_is_loopback(ip))
+		 * one.  srn_lo owns 127.0.0.1 and ::1, and a bind to an address
+		 * a device owns attaches it (pyverbs opens id->verbs right after
+		 * bind); other loopback addresses bind as Linux binds them. */
+		if (!ctx && !cm_ip_is_loopback(ip))
 			return EADDRNOTAVAIL;
 	}
-	port = ntohs(sin->sin_port);
-	slot = cm_dir_bind(cm_ps_code(c->id.ps), ip, &port, c->reuseaddr);
+	/* Linux: an IPv4 bind takes IPv4 only; an IPv6 one takes both
+	 * unless RDMA_OPTION_ID_AFONLY (or the bindv6only sysctl) says so. */
+	if (!c->afonly_set)
+		c->afonly = cm_ip_is_v4(ip) || bindv6only();
+	slot = cm_dir_bind(cm_ps_code(c->id.ps), ip, c->afonly, &port, c->reuseaddr);
 	if (slot < 0)
 		return -slot;
 	c->dir_slot = slot;
-	c->id.route.addr.src_sin.sin_family = AF_INET;
-	memcpy(&c->id.route.addr.src_sin.sin_addr, ip, 4);
-	c->id.route.addr.src_sin.sin_port = htons(port);
+	cm_id_set_src(c, ip, port, scope);
 	cm_id_set_device(c, ctx);
 	cm_id_fill_gids(c);
 	c->state = CM_BOUND;
@@ -307,11 +341,35 @@ static int post_simple(struct cm_id *c, enum rdma_cm_event_type t, int st)
 	return 0;
 }
 
+/* The source of an id bound to the wildcard or a loopback address,
+ * toward dst: the address the host routes from, and its device. */
+static int pick_source(struct cm_id *c, const uint8_t dst[16], uint32_t dscope)
+{
+	uint8_t ip[16];
+	int err;
+
+	memcpy(ip, cm_src_ip(c), 16);
+	if (cm_ip_is_loopback(ip) && cm_ip_family(ip) == cm_ip_family(dst))
+		cm_id_set_device(c, cm_device_for_ip(ip));
+	if (!c->id.verbs) {
+		err = -cm_route_src(dst, dscope, ip);
+		if (err)
+			return err;
+		cm_id_set_device(c, cm_device_for_ip(ip));
+	}
+	if (!c->id.verbs)
+		return EADDRNOTAVAIL; /* no softrnic device has that address */
+	cm_id_set_src(c, ip, cm_src_port(c), cm_ip_is_linklocal(ip) ? dscope : 0);
+	return 0;
+}
+
 SRN_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 				 struct sockaddr *dst_addr, int timeout_ms)
 {
 	struct cm_id *c = cm_id(id);
-	struct sockaddr_in src = { .sin_family = AF_INET };
+	uint8_t dst[16];
+	uint16_t dport;
+	uint32_t dscope;
 	int err = 0;
 
 	(void)timeout_ms; /* resolution is local and immediate */
@@ -319,24 +377,38 @@ SRN_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 		errno = EINVAL;
 		return -1;
 	}
-	if (dst_addr->sa_family != AF_INET) {
-		errno = EAFNOSUPPORT;
+	err = -cm_ip_from_sa(dst_addr, dst, &dport, &dscope);
+	if (!err && cm_ip_is_linklocal(dst) && !dscope)
+		err = EINVAL; /* a link-local destination names its link */
+	if (err) {
+		errno = err;
 		return -1;
 	}
 	pthread_mutex_lock(&cm_lock);
 	if (c->state == CM_IDLE) {
-		if (src_addr && src_addr->sa_family == AF_INET) {
-			src = *(struct sockaddr_in *)src_addr;
-		} else if (src_addr && src_addr->sa_family != AF_UNSPEC) {
-			err = EAFNOSUPPORT;
-			goto out;
-		}
-		if (src.sin_addr.s_addr == INADDR_ANY) {
-			err = -cm_route_src((const uint8_t *)&((struct sockaddr_in *)dst_addr)->sin_addr,
-					    (uint8_t *)&src.sin_addr);
+		/* Bind first: to src_addr, the wildcard standing for the
+		 * address the host routes from toward dst. */
+		struct sockaddr_storage src;
+		uint8_t sip[16] = { 0 };
+		uint16_t sport = 0;
+		uint32_t sscope = 0;
+
+		if (src_addr && src_addr->sa_family != AF_UNSPEC) {
+			if (src_addr->sa_family != dst_addr->sa_family) {
+				err = EINVAL;
+				goto out;
+			}
+			err = -cm_ip_from_sa(src_addr, sip, &sport, &sscope);
 			if (err)
 				goto out;
 		}
+		if (cm_ip_is_any(sip)) {
+			err = -cm_route_src(dst, dscope, sip);
+			if (err)
+				goto out;
+			sscope = cm_ip_is_linklocal(sip) ? dscope : 0;
+		}
+		cm_ip_to_sa(&src, sip, sport, sscope);
 		err = cm_id_bind_locked(c, (struct sockaddr *)&src);
 		if (err)
 			goto out;
@@ -344,27 +416,18 @@ SRN_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 		err = EINVAL;
 		goto out;
 	}
-	if (!c->id.verbs) {
-		/* Bound to the wildcard: pick the source toward dst now; bound
-		 * to a loopback address: that address's device, if there is one. */
-		uint8_t ip[4];
-
-		memcpy(ip, cm_src_ip(c), 4);
-		if (ip_is_loopback(ip))
-			cm_id_set_device(c, cm_device_for_ip(ip));
-		if (!c->id.verbs) {
-			err = -cm_route_src((const uint8_t *)&((struct sockaddr_in *)dst_addr)->sin_addr, ip);
-			if (err)
-				goto out;
-			cm_id_set_device(c, cm_device_for_ip(ip));
-		}
-		if (!c->id.verbs) {
-			err = EADDRNOTAVAIL;
-			goto out;
-		}
-		memcpy(&c->id.route.addr.src_sin.sin_addr, ip, 4);
+	/* An id bound in the other family (its wildcard too) cannot reach
+	 * dst: EINVAL, as Linux's rdma_cm. */
+	if (cm_ip_family(cm_src_ip(c)) != cm_ip_family(dst)) {
+		err = EINVAL;
+		goto out;
 	}
-	memcpy(&c->id.route.addr.dst_sin, dst_addr, sizeof(struct sockaddr_in));
+	if (!c->id.verbs || cm_ip_is_any(cm_src_ip(c))) {
+		err = pick_source(c, dst, dscope);
+		if (err)
+			goto out;
+	}
+	cm_id_set_dst(c, dst, dport, dscope);
 	cm_id_fill_gids(c);
 	c->state = CM_ADDR_RESOLVED;
 	err = post_simple(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
@@ -464,8 +527,12 @@ SRN_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 		case RDMA_OPTION_ID_AFONLY:
 			if (optlen != sizeof(int))
 				err = EINVAL;
-			else
+			else if (c->state != CM_IDLE)
+				err = EINVAL; /* only before binding, as Linux */
+			else {
 				c->afonly = *(int *)optval != 0;
+				c->afonly_set = true;
+			}
 			break;
 		case RDMA_OPTION_ID_ACK_TIMEOUT:
 			if (optlen != sizeof(uint8_t))

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cm/addr.h"
 #include "cm/conn.h"
 #include "cm/devices.h"
 #include "transport/iwarp_tcp.h"
@@ -65,19 +66,21 @@ bool cm_iw_id(const struct cm_id *c)
 	return ctx_iwarp(c->id.verbs);
 }
 
-struct ibv_context *cm_iw_device_for_ip(const uint8_t ip[4])
+struct ibv_context *cm_iw_device_for_ip(const uint8_t ip[16])
 {
 	struct ibv_context **ctxs;
 	struct ifaddrs *ifa, *i;
 	struct ibv_context *found = NULL;
 	int n = 0;
 
+	if (!cm_ip_is_v4(ip)) /* (IPv4 only for now) */
+		return NULL;
 	ctxs = cm_devices(&n);
 	if (!ctxs || getifaddrs(&ifa))
 		return NULL;
 	for (i = ifa; i && !found; i = i->ifa_next) {
 		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
-		    memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr, ip, 4))
+		    memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr, ip + 12, 4))
 			continue;
 		for (int d = 0; d < n && !found; d++)
 			if (ctx_iwarp(ctxs[d]) &&
@@ -180,9 +183,12 @@ static int attach_qp(struct cm_id *c, struct cm_iw *e)
 
 /* ---- passive side -------------------------------------------------------- */
 
-static void sin_of(struct sockaddr_in *out, const struct sockaddr_storage *ss)
+static void ip_of(uint8_t ip[16], uint16_t *port, const struct sockaddr_storage *ss)
 {
-	memcpy(out, ss, sizeof(*out));
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+	cm_ip_from_v4(ip, &sin->sin_addr);
+	*port = ntohs(sin->sin_port);
 }
 
 /* A connection came to listener e: read its MPA request (without
@@ -197,6 +203,8 @@ static void passive_in(struct cm_iw *le, int fd)
 	struct cm_iw *e;
 	uint8_t *reqbuf = malloc(sizeof(e->reqbuf));
 	struct iwarp_mpa_rr req;
+	uint8_t ip[16];
+	uint16_t port;
 	size_t len;
 
 	if (!reqbuf || conn_open(&conn, fd)) {
@@ -221,11 +229,13 @@ static void passive_in(struct cm_iw *le, int fd)
 		goto refuse;
 	c->listener = l;
 	c->passive = true;
-	sin_of(&c->id.route.addr.src_sin, &me);
-	sin_of(&c->id.route.addr.dst_sin, &peer);
+	ip_of(ip, &port, &me);
+	cm_id_set_src(c, ip, port, 0);
+	ip_of(ip, &port, &peer);
+	cm_id_set_dst(c, ip, port, 0);
 	c->id.pd = l->ep_pd;
 	cm_id_set_device(c, ctx_iwarp(l->id.verbs) ? l->id.verbs :
-			 cm_iw_device_for_ip((const uint8_t *)&c->id.route.addr.src_sin.sin_addr));
+			 cm_iw_device_for_ip(cm_src_ip(c)));
 	e = c->id.verbs ? iw_new(c) : NULL;
 	if (!e) {
 		cm_id_free_unreported(c);
@@ -411,9 +421,12 @@ static int tcp_connect_once(struct cm_iw *e)
 static int tcp_connect(struct cm_iw *e)
 {
 	uint64_t until = cm_now_ms() + CM_LISTEN_GRACE_MS;
-	bool local = cm_ip_is_local((const uint8_t *)&e->dst.sin_addr);
+	uint8_t ip[16];
+	bool local;
 	int r;
 
+	cm_ip_from_v4(ip, &e->dst.sin_addr);
+	local = cm_ip_is_local(ip);
 	while ((r = tcp_connect_once(e)) == -ECONNREFUSED && local && cm_now_ms() < until)
 		usleep(10000);
 	return r;

@@ -10,8 +10,9 @@
 
 /* Does c belong to an iWARP device? */
 bool cm_iw_id(const struct cm_id *c);
-/* The iWARP device whose interface holds ip (IPv4), or NULL. */
-struct ibv_context *cm_iw_device_for_ip(const uint8_t ip[4]);
+/* The iWARP device whose interface holds ip (cm/addr.h form; IPv4 only),
+ * or NULL. */
+struct ibv_context *cm_iw_device_for_ip(const uint8_t ip[16]);
 /* c now listens: a TCP listener on its address and port if c is on an
  * iWARP device, or is a wildcard listener and an iWARP device exists. */
 int cm_iw_listen(struct cm_id *c);

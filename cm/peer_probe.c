@@ -9,7 +9,10 @@
  * short; a host where nobody holds 4791 answers ICMP "port unreachable",
  * which the agent reads from its probe socket's error queue
  * (cm_peer_unreachable: twice ends the connections; once ends the wait
- * for the DREP of a DREQ sent there, which nobody will send).  A peer whose host
+ * for the DREP of a DREQ sent there, which nobody will send).  A REQ or
+ * SIDR_REQ to another host is probed too: "port unreachable" (no RoCE
+ * there) or "host unreachable" (no neighbour answers) ends it at once
+ * with UNREACHABLE instead of after every retransmission.  A peer whose host
  * still runs another softrnic process is not noticed this way: its QP's
  * retries or the application's own timeout have to. */
 #include <string.h>
@@ -19,22 +22,22 @@
 enum { PROBE_HOSTS = 32 };
 
 static struct {
-	uint8_t ip[4];
+	uint8_t ip[16];
 	uint64_t next_ms;            /* 0 = free slot */
 } hosts[PROBE_HOSTS];
 
 /* The slot of ip, or a free (or the most overdue) one taken for it. */
-static int host_slot(const uint8_t ip[4])
+static int host_slot(const uint8_t ip[16])
 {
 	int pick = 0;
 
 	for (int i = 0; i < PROBE_HOSTS; i++) {
-		if (hosts[i].next_ms && !memcmp(hosts[i].ip, ip, 4))
+		if (hosts[i].next_ms && !memcmp(hosts[i].ip, ip, 16))
 			return i;
 		if (hosts[pick].next_ms && (!hosts[i].next_ms || hosts[i].next_ms < hosts[pick].next_ms))
 			pick = i;
 	}
-	memcpy(hosts[pick].ip, ip, 4);
+	memcpy(hosts[pick].ip, ip, 16);
 	hosts[pick].next_ms = 1; /* due now */
 	return pick;
 }
@@ -46,9 +49,12 @@ int cm_probe_timers(uint64_t now)
 	for (struct cm_id *c = cm_ids; c; c = c->next) {
 		int h, left;
 
-		/* (a DREQ's host too: its answer ends the wait for a DREP) */
-		if (c->destroying || (c->state != CM_ESTABLISHED && c->state != CM_DREQ_SENT) ||
-		    c->peer_local || c->peer.port != CM_ROCE_PORT || c->id.qp_type == IBV_QPT_UD)
+		/* (a DREQ's host too: its answer ends the wait for a DREP; a
+		 * request's: no RoCE port, or no host, there ends it now) */
+		if (c->destroying || (c->state != CM_ESTABLISHED && c->state != CM_DREQ_SENT &&
+				      c->state != CM_REQ_SENT && c->state != CM_SIDR_REQ_SENT) ||
+		    c->peer_local || c->peer.port != CM_ROCE_PORT ||
+		    (c->id.qp_type == IBV_QPT_UD && c->state != CM_SIDR_REQ_SENT))
 			continue;
 		h = host_slot(c->peer.ip);
 		if (hosts[h].next_ms <= now) {

@@ -97,7 +97,7 @@ static int rtr_attr(struct cm_id *c, struct ibv_qp_attr *a, int *mask)
 	a->ah_attr.is_global = 1;
 	a->ah_attr.port_num = 1;
 	a->ah_attr.grh.dgid = c->id.route.addr.addr.ibaddr.dgid;
-	a->ah_attr.grh.sgid_index = 0;
+	a->ah_attr.grh.sgid_index = cm_gid_index(c->id.verbs, &c->id.route.addr.addr.ibaddr.sgid);
 	a->ah_attr.grh.hop_limit = 64;
 	a->ah_attr.grh.traffic_class = c->tos;
 	a->ah_attr.grh.flow_label = ntohl(c->path.flow_label);

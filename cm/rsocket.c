@@ -2,8 +2,8 @@
  * accept/connect/shutdown/close, options, names and fcntl.  The protocol
  * and the data path are in cm/rsocket_io.c (see cm/rsocket_priv.h); it is
  * softrnic's own and does not interoperate with rdma-core's rsockets.
- * IPv4 only underneath (as our rdma_cm): AF_INET6 sockets work with "::"
- * and IPv4-mapped addresses, which are carried as IPv4.
+ * IPv4 only underneath (rdma_cm takes IPv6, rsockets not yet): AF_INET6
+ * sockets work with "::" and IPv4-mapped addresses, carried as IPv4.
  * riomap/riounmap/riowrite are in cm/rsocket_iomap.c. */
 #include <arpa/inet.h>
 #include <errno.h>

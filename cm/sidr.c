@@ -20,7 +20,8 @@ int cm_sidr_connect(struct cm_id *c, const struct rdma_conn_param *p)
 		return EINVAL;
 	c->local_comm_id = cm_new_comm_id();
 	c->tid = (uint64_t)cm_rand32() << 32 | cm_rand32();
-	memcpy(c->peer.ip, cm_dst_ip(c), 4);
+	memcpy(c->peer.ip, cm_dst_ip(c), 16);
+	c->peer.scope = c->dscope;
 	c->peer_local = cm_ip_is_local(c->peer.ip);
 	lport = c->peer_local ?
 		cm_dir_lookup(cm_ps_code(c->id.ps), cm_dst_ip(c), cm_dst_port(c)) : CM_ROCE_PORT;
@@ -55,34 +56,34 @@ static void ud_param(struct cm_id *c, struct cm_event *e, uint32_t qpn, uint32_t
 	ah->is_global = 1;
 	ah->port_num = 1;
 	ah->grh.dgid = c->id.route.addr.addr.ibaddr.dgid;
-	ah->grh.sgid_index = 0;
+	ah->grh.sgid_index = cm_gid_index(c->id.verbs, &c->id.route.addr.addr.ibaddr.sgid);
 	ah->grh.hop_limit = 64;
 	ah->grh.traffic_class = c->tos;
 	ah->grh.flow_label = wire_cm_flow_label(cm_src_port(c), cm_dst_port(c));
 }
 
 void cm_sidr_req_in(const struct wire_cm_msg *m, const struct cm_peer *from,
-			const uint8_t to_ip[4])
+			const uint8_t to_ip[16])
 {
 	const struct wire_cm_sidr_req *r = &m->sidr_req;
 	struct wire_cma_hdr h;
 	struct wire_cm_msg rep;
 	struct cm_event *e;
 	struct cm_id *l, *c;
-	uint8_t dst[4], out[WIRE_MAD_LEN];
+	uint8_t src[16], dst[16], out[WIRE_MAD_LEN];
 
 	for (c = cm_ids; c; c = c->next)
 		if (c->passive && c->remote_comm_id == r->request_id &&
-		    !memcmp(c->peer.ip, from->ip, 4) && c->peer.port == from->port)
+		    !memcmp(c->peer.ip, from->ip, 16) && c->peer.port == from->port)
 			return; /* repeated: the answer follows when accepted */
 	cm_msg_init(&rep, WIRE_CM_ATTR_SIDR_REP, m->hdr.tid);
 	rep.sidr_rep.request_id = r->request_id;
 	rep.sidr_rep.service_id = r->service_id;
 	rep.sidr_rep.status = WIRE_CM_SIDR_UNSUPPORTED;
 	if (!wire_cm_service_id_is_cma(r->service_id) ||
-	    wire_cma_hdr_decode(r->private_data, sizeof(r->private_data), &h) || h.ip_version != 4)
+	    wire_cma_hdr_decode(r->private_data, sizeof(r->private_data), &h))
 		goto refuse;
-	memcpy(dst, &h.dst[12], 4);
+	cm_cma_hdr_ips(&h, src, dst);
 	l = cm_find_listener(wire_cm_service_id_ps(r->service_id),
 			  wire_cm_service_id_port(r->service_id), dst, true);
 	if (!l && cm_req_hold(m, from, to_ip, wire_cm_service_id_ps(r->service_id),
@@ -97,10 +98,9 @@ void cm_sidr_req_in(const struct wire_cm_msg *m, const struct cm_peer *from,
 	}
 	c->listener = l;
 	c->passive = true;
-	memcpy(&c->id.route.addr.src_sin.sin_addr, dst, 4);
-	c->id.route.addr.src_sin.sin_port = htons(wire_cm_service_id_port(r->service_id));
-	memcpy(&c->id.route.addr.dst_sin.sin_addr, &h.src[12], 4);
-	c->id.route.addr.dst_sin.sin_port = htons(h.src_port);
+	cm_id_set_src(c, dst, wire_cm_service_id_port(r->service_id),
+		      cm_ip_is_linklocal(dst) ? from->scope : 0);
+	cm_id_set_dst(c, src, h.src_port, cm_ip_is_linklocal(src) ? from->scope : 0);
 	cm_id_set_device(c, l->id.verbs ? l->id.verbs : cm_device_for_ip(dst));
 	cm_id_fill_gids(c);
 	cm_fill_path(c, 0);

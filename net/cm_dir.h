@@ -27,7 +27,8 @@
 #include "net/proc.h"
 
 enum { NET_CMDIR_BINDS = 4096, NET_CMDIR_AGENTS = 1024 };
-#define NET_CMDIR_PATH "/dev/shm/softrnic-cm-v1"
+/* v2: bind entries hold 16-byte addresses (IPv6; IPv4 as ::ffff:a.b.c.d) */
+#define NET_CMDIR_PATH "/dev/shm/softrnic-cm-v2"
 
 /* A local communication id names its agent: the agent's slot in the
  * table below sits in the top bits, so a MAD from the network that
@@ -40,10 +41,15 @@ _Static_assert(NET_CMDIR_AGENTS <= 1u << (32 - NET_CMDIR_COMM_ID_SHIFT),
 struct net_cmdir_bind {
 	uint64_t owner;              /* 0 = free */
 	uint16_t ps, port;           /* port space code, port (host order) */
-	uint8_t ip[4];               /* 0.0.0.0 = wildcard */
+	uint8_t ip[16];              /* IPv6, or IPv4 as ::ffff:a.b.c.d;
+	                              * :: / ::ffff:0.0.0.0 = wildcard */
 	uint8_t listening, reuse;
 	uint16_t gsi_port;           /* owner's CM agent, when listening */
 	uint32_t netns;              /* net_cmdir_netns() of the owner */
+	uint8_t afonly;              /* takes its own family only (an IPv4
+	                              * bind always; IPv6: RDMA_OPTION_ID_AFONLY
+	                              * or the bindv6only sysctl) */
+	uint8_t reserved[3];
 };
 
 struct net_cmdir_agent {
@@ -52,8 +58,7 @@ struct net_cmdir_agent {
 	uint32_t netns;              /* net_cmdir_netns() of the owner */
 };
 
-/* (the namespace fields took padding: the file's layout is unchanged) */
-_Static_assert(sizeof(struct net_cmdir_bind) == 24, "bind entry layout");
+_Static_assert(sizeof(struct net_cmdir_bind) == 40, "bind entry layout");
 _Static_assert(sizeof(struct net_cmdir_agent) == 16, "agent entry layout");
 
 struct net_cmdir {
@@ -80,6 +85,35 @@ static inline uint32_t net_cmdir_netns(void)
 static inline bool net_cmdir_same_ns(uint32_t ns, uint32_t me)
 {
 	return !ns || !me || ns == me;
+}
+
+static const uint8_t net_cmdir_v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+/* :: (IPv6 wildcard, which takes IPv4 too) or ::ffff:0.0.0.0 (IPv4's) */
+static inline bool net_cmdir_ip_any(const uint8_t ip[16])
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(ip, zero, 16) ||
+	       (!memcmp(ip, net_cmdir_v4_prefix, 12) && !memcmp(ip + 12, zero, 4));
+}
+
+static inline bool net_cmdir_ip_v4(const uint8_t ip[16])
+{
+	return !memcmp(ip, net_cmdir_v4_prefix, 12);
+}
+
+/* Does a listener bound to bound take a request for want?  Its address,
+ * a wildcard of want's family, or the IPv6 wildcard unless afonly (then
+ * it takes IPv4 too, as Linux's rdma_cm with bindv6only 0). */
+static inline bool net_cmdir_ip_takes(const uint8_t bound[16], bool afonly,
+				      const uint8_t want[16])
+{
+	if (!memcmp(bound, want, 16))
+		return true;
+	if (!net_cmdir_ip_any(bound))
+		return false;
+	return net_cmdir_ip_v4(bound) == net_cmdir_ip_v4(want) || !afonly;
 }
 
 /* Is owner a live process's word?  (me: the caller's own word.) */

@@ -4,6 +4,7 @@
  * The directory is opened, read under a shared flock and closed for each
  * MAD: MADs are rare (a handful per connection), and keeping nothing open
  * means an engine that never sees one costs nothing. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -61,22 +62,21 @@ static void dir_close(struct dir_view *v)
 
 /* The agent of the live listener on (ps, ip, port): an exact address wins
  * over the wildcard, as cm_dir_lookup decides for same-host connects. */
-static uint16_t listener_agent(const struct dir_view *v, uint16_t ps, const uint8_t ip[4],
+static uint16_t listener_agent(const struct dir_view *v, uint16_t ps, const uint8_t ip[16],
 			       uint16_t port)
 {
 	const struct net_cmdir *d = v->d;
-	static const uint8_t any[4];
 	uint16_t found = 0;
 
 	for (int i = 0; i < NET_CMDIR_BINDS; i++) {
 		const struct net_cmdir_bind *b = &d->binds[i];
 
 		if (!b->owner || !b->listening || b->ps != ps || b->port != port ||
-		    (memcmp(b->ip, ip, 4) && memcmp(b->ip, any, 4)) ||
+		    !net_cmdir_ip_takes(b->ip, b->afonly, ip) ||
 		    !net_cmdir_same_ns(b->netns, v->ns) || !net_cmdir_owner_alive(b->owner, 0))
 			continue;
 		found = b->gsi_port;
-		if (!memcmp(b->ip, ip, 4))
+		if (!memcmp(b->ip, ip, 16))
 			break;
 	}
 	return found;
@@ -115,12 +115,19 @@ static uint16_t request_agent(const struct dir_view *d, uint64_t sid, const uint
 			      size_t len)
 {
 	struct wire_cma_hdr h;
+	uint8_t dst[16];
 	uint16_t port = 0;
 
-	if (wire_cm_service_id_is_cma(sid) && !wire_cma_hdr_decode(pdata, len, &h) &&
-	    h.ip_version == 4)
-		port = listener_agent(d, wire_cm_service_id_ps(sid), &h.dst[12],
+	if (wire_cm_service_id_is_cma(sid) && !wire_cma_hdr_decode(pdata, len, &h)) {
+		/* the directory's form: IPv4 as ::ffff:a.b.c.d */
+		memcpy(dst, h.dst, 16);
+		if (h.ip_version == 4) {
+			memcpy(dst, net_cmdir_v4_prefix, 12);
+			memcpy(dst + 12, &h.dst[12], 4);
+		}
+		port = listener_agent(d, wire_cm_service_id_ps(sid), dst,
 				      wire_cm_service_id_port(sid));
+	}
 	return port ? port : any_agent(d);
 }
 
@@ -162,6 +169,12 @@ static bool within_rate(void)
 	return atomic_fetch_add(&count, 1) < GSI_FWD_PER_SEC;
 }
 
+/* "a.b.c.d" or "x::y" of a, for the debug log. */
+static const char *addr_str(const struct net_addr *a, char buf[INET6_ADDRSTRLEN])
+{
+	return inet_ntop(a->family, a->ip, buf, INET6_ADDRSTRLEN) ? buf : "?";
+}
+
 /* A REQ that no CM agent of our network namespace can take (no process
  * here uses rdma_cm): refuse it at once, as Linux's CM does for a service
  * id nobody listens on, instead of leaving the peer to time out. */
@@ -169,13 +182,17 @@ static void refuse_req(struct srn_engine *eng, const struct wire_cm_msg *req,
 		       const struct net_udp_msg *m)
 {
 	static _Atomic uint32_t psn;
+	struct net_udp *u = srn_engine_sock(eng, m->from.family);
 	struct wire_cm_msg rej;
-	struct wire_l3 l3 = { .family = AF_INET, .sport = eng->udp.local.port };
+	struct wire_l3 l3 = { .family = m->from.family };
 	struct net_addr to = m->from;
 	uint8_t mad[WIRE_MAD_LEN], hdr[WIRE_MAX_HDR_LEN], icrc[4];
+	char as[INET6_ADDRSTRLEN];
 	struct iovec iov[3];
 	int hlen;
 
+	if (!u)
+		return;
 	memset(&rej, 0, sizeof(rej));
 	wire_cm_hdr_init(&rej.hdr, WIRE_CM_ATTR_REJ, req->hdr.tid);
 	rej.rej.remote_comm_id = req->req.local_comm_id;
@@ -183,10 +200,11 @@ static void refuse_req(struct srn_engine *eng, const struct wire_cm_msg *req,
 	rej.rej.reason = WIRE_CM_REJ_INVALID_SERVICE_ID;
 	/* a peer on another host listens at 4791; one of ours (another
 	 * namespace's agent is another host too) at the port it sent from */
-	if (!net_addr_is_local(AF_INET, m->from.ip))
+	if (!net_addr_is_local(m->from.family, m->from.ip))
 		to.port = SRN_ROCE_UDP_PORT;
-	memcpy(l3.src, eng->udp.local.ip, 4);
-	memcpy(l3.dst, to.ip, 4);
+	l3.sport = u->local.port;
+	memcpy(l3.src, u->local.ip, 16);
+	memcpy(l3.dst, to.ip, 16);
 	l3.dport = to.port;
 	if (wire_cm_encode(&rej, mad) != WIRE_MAD_LEN ||
 	    (hlen = wire_gsi_frame(&l3, atomic_fetch_add(&psn, 1), mad, hdr, icrc)) < 0)
@@ -194,10 +212,10 @@ static void refuse_req(struct srn_engine *eng, const struct wire_cm_msg *req,
 	iov[0] = (struct iovec){ hdr, (size_t)hlen };
 	iov[1] = (struct iovec){ mad, WIRE_MAD_LEN };
 	iov[2] = (struct iovec){ icrc, 4 };
-	if (net_udp_send(&eng->udp, &to, iov, 3) < 0)
+	if (net_udp_send(u, &to, iov, 3) < 0)
 		eng->cnt[SRN_CNT_tx_error]++;
-	srn_dbg(eng, "CM REQ from %u.%u.%u.%u:%u: no rdma_cm process here, REJ sent",
-		m->from.ip[0], m->from.ip[1], m->from.ip[2], m->from.ip[3], m->from.port);
+	srn_dbg(eng, "CM REQ from %s:%u: no rdma_cm process here, REJ sent",
+		addr_str(&m->from, as), m->from.port);
 }
 
 void srn_gsi_forward(struct srn_engine *eng, const struct wire_pkt *pkt,
@@ -206,14 +224,15 @@ void srn_gsi_forward(struct srn_engine *eng, const struct wire_pkt *pkt,
 	struct wire_cm_msg msg;
 	struct gsi_fwd_hdr fh;
 	struct dir_view v;
-	struct net_addr to = { .family = AF_INET };
+	struct net_addr to = eng->udp.local;
 	uint8_t hdr[GSI_FWD_HDR_LEN];
+	char as[INET6_ADDRSTRLEN];
 	struct iovec iov[2];
 	uint16_t port = 0;
 
-	/* The CM is IPv4 only; a MAD is a UD SEND_ONLY of exactly 256 bytes
-	 * with QP1's Q_Key, nothing else is worth an agent's time. */
-	if (m->from.family != AF_INET || eng->udp.local.family != AF_INET ||
+	/* A MAD is a UD SEND_ONLY of exactly 256 bytes with QP1's Q_Key,
+	 * nothing else is worth an agent's time. */
+	if ((m->from.family != AF_INET && m->from.family != AF_INET6) ||
 	    pkt->opcode != (WIRE_UD | WIRE_SEND_ONLY) || pkt->qkey != WIRE_GSI_QKEY ||
 	    pkt->payload_len != WIRE_MAD_LEN ||
 	    wire_cm_decode(pkt->payload, WIRE_MAD_LEN, &msg)) {
@@ -239,19 +258,23 @@ void srn_gsi_forward(struct srn_engine *eng, const struct wire_pkt *pkt,
 		srn_dbg(eng, "drop: CM MAD 0x%x for no agent of this host", msg.hdr.attr_id);
 		return;
 	}
-	memcpy(fh.src_ip, m->from.ip, 4);
-	memcpy(fh.dst_ip, m->to.ip, 4);
+	memset(&fh, 0, sizeof(fh));
+	fh.ip_version = m->from.family == AF_INET6 ? 6 : 4;
+	memcpy(fh.src_ip, m->from.ip, 16);
+	if (m->to.family == m->from.family)
+		memcpy(fh.dst_ip, m->to.ip, 16);
+	else if (srn_engine_local(eng, m->from.family))
+		memcpy(fh.dst_ip, srn_engine_local(eng, m->from.family)->ip, 16);
 	fh.src_port = m->from.port;
 	fh.dst_port = m->to.port ? m->to.port : eng->udp.local.port;
 	gsi_fwd_hdr_encode(hdr, &fh);
-	/* The agent's socket takes any local address: ours is one. */
-	memcpy(to.ip, eng->udp.local.ip, 4);
+	/* The agent has a socket of each family on its port, taking any
+	 * local address: our main socket's is one, whatever the MAD's. */
 	to.port = port;
 	iov[0] = (struct iovec){ hdr, sizeof(hdr) };
 	iov[1] = (struct iovec){ m->buf, m->len };
 	if (net_udp_send(&eng->udp, &to, iov, 2) < 0)
 		eng->cnt[SRN_CNT_tx_error]++;
-	srn_dbg(eng, "CM MAD 0x%x from %u.%u.%u.%u:%u handed to agent port %u",
-		msg.hdr.attr_id, fh.src_ip[0], fh.src_ip[1], fh.src_ip[2], fh.src_ip[3],
-		fh.src_port, port);
+	srn_dbg(eng, "CM MAD 0x%x from %s:%u handed to agent port %u",
+		msg.hdr.attr_id, addr_str(&m->from, as), fh.src_port, port);
 }

@@ -27,34 +27,38 @@
 #include "wire/mad.h"   /* WIRE_GSI_QPN, the MAD this is about */
 
 enum {
-	GSI_FWD_HDR_LEN = 20,
-	GSI_FWD_VERSION = 1,
+	GSI_FWD_HDR_LEN = 44,
+	GSI_FWD_VERSION = 2,         /* 2: IPv6 addresses (1 had IPv4 only) */
 };
 
 /* "SRNF": 0x53 as a BTH opcode is an RD opcode, never the UD SEND_ONLY a
  * MAD travels in, so a forwarded datagram cannot be taken for a packet. */
 #define GSI_FWD_MAGIC "SRNF"
 
-/* Where the forwarded packet came from and went to (IPv4, host order). */
+/* Where the forwarded packet came from and went to (ports in host
+ * order); IPv4 addresses in the first 4 bytes, as in struct net_addr. */
 struct gsi_fwd_hdr {
-	uint8_t src_ip[4], dst_ip[4];
+	uint8_t ip_version;          /* 4 or 6 */
+	uint8_t src_ip[16], dst_ip[16];
 	uint16_t src_port, dst_port;
 };
 
-/* Header bytes: magic (4) | version (1) | reserved (3) | source IP (4) |
- * destination IP (4) | source port (2) | destination port (2). */
+/* Header bytes: magic (4) | version (1) | IP version (1) | reserved (2) |
+ * source IP (16) | destination IP (16) | source port (2) | destination
+ * port (2). */
 static inline void gsi_fwd_hdr_encode(uint8_t out[GSI_FWD_HDR_LEN],
 				      const struct gsi_fwd_hdr *h)
 {
 	memset(out, 0, GSI_FWD_HDR_LEN);
 	memcpy(out, GSI_FWD_MAGIC, 4);
 	out[4] = GSI_FWD_VERSION;
-	memcpy(out + 8, h->src_ip, 4);
-	memcpy(out + 12, h->dst_ip, 4);
-	out[16] = (uint8_t)(h->src_port >> 8);
-	out[17] = (uint8_t)h->src_port;
-	out[18] = (uint8_t)(h->dst_port >> 8);
-	out[19] = (uint8_t)h->dst_port;
+	out[5] = h->ip_version;
+	memcpy(out + 8, h->src_ip, 16);
+	memcpy(out + 24, h->dst_ip, 16);
+	out[40] = (uint8_t)(h->src_port >> 8);
+	out[41] = (uint8_t)h->src_port;
+	out[42] = (uint8_t)(h->dst_port >> 8);
+	out[43] = (uint8_t)h->dst_port;
 }
 
 /* True (and *h filled) if buf starts with a forwarding header. */
@@ -62,12 +66,13 @@ static inline bool gsi_fwd_hdr_decode(const uint8_t *buf, size_t len,
 				      struct gsi_fwd_hdr *h)
 {
 	if (len < GSI_FWD_HDR_LEN || memcmp(buf, GSI_FWD_MAGIC, 4) ||
-	    buf[4] != GSI_FWD_VERSION)
+	    buf[4] != GSI_FWD_VERSION || (buf[5] != 4 && buf[5] != 6))
 		return false;
-	memcpy(h->src_ip, buf + 8, 4);
-	memcpy(h->dst_ip, buf + 12, 4);
-	h->src_port = (uint16_t)(buf[16] << 8 | buf[17]);
-	h->dst_port = (uint16_t)(buf[18] << 8 | buf[19]);
+	h->ip_version = buf[5];
+	memcpy(h->src_ip, buf + 8, 16);
+	memcpy(h->dst_ip, buf + 24, 16);
+	h->src_port = (uint16_t)(buf[40] << 8 | buf[41]);
+	h->dst_port = (uint16_t)(buf[42] << 8 | buf[43]);
 	return true;
 }
 

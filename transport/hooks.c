@@ -339,8 +339,11 @@ void srn_qp_unlock(struct srn_qp *qp)
 	for (;;) {
 		/* What the ACK lets the requester send leaves before the
 		 * lock does, as tx.c wants, even where a batch is open
-		 * around us (responder_rx_batch_end's). */
-		if (rc && completer_ack_box_take(rc))
+		 * around us (responder_rx_batch_end's); so do the ACKs we
+		 * sent (rc_tx_batch_note_ack). */
+		bool box = rc && completer_ack_box_take(rc);
+
+		if (box || rc_tx_batch_has_ack())
 			rc_tx_batch_flush();
 		pthread_mutex_unlock(&qp->lock);
 		/* The receiver puts its ACK in the box, then tries the lock

@@ -334,6 +334,14 @@ void rc_doorbell(struct srn_rc_state *rc);
 void rc_tx_batch_begin(void);
 void rc_tx_batch_end(void);
 void rc_tx_batch_flush(void);
+/* The responder put an ACK or NAK into this thread's open batch: it must
+ * leave before the QP's lock does (srn_qp_unlock), or the application,
+ * told of the completion the ACK goes with, could send its answer ahead
+ * of it; a peer would then see the answer before the ACK (ib_send_lat -e
+ * over UDP hung about 1 run in 70: the server's receive event came before
+ * its send event). */
+void rc_tx_batch_note_ack(void);
+bool rc_tx_batch_has_ack(void);
 
 /* tx.c: resolve [off, off+len) of an SGE list (lkeys of pd) with access;
  * fills iov.  Returns the number of iovecs, or -1 on a protection error. */

@@ -62,6 +62,7 @@ static void send_aeth_msn(struct srn_rc_state *rc, uint32_t psn, uint8_t syndrom
 	if ((syndrome >> 5) != 0)
 		rc_count(rc, SRN_CNT_nak_tx);
 	tx_retry(rc, &h, NULL, 0, 0);
+	rc_tx_batch_note_ack();
 }
 
 static void send_aeth(struct srn_rc_state *rc, uint32_t psn, uint8_t syndrome)

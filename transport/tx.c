@@ -106,6 +106,7 @@ struct tx_batch {
 	int ngrp;
 	bool grp_closed;             /* the last group ended with a short packet */
 	bool faults;                 /* net_udp_faults(), fixed for the process */
+	bool ack;                    /* holds a responder's ACK or NAK */
 	uint32_t grp_bytes;          /* in the last group */
 	uint64_t cnt_pkts, cnt_bytes; /* eng's tx counters, added at the flush */
 	struct net_udp_gso grp[TXB_MAX_GROUPS];
@@ -179,6 +180,7 @@ static void txb_flush(void)
 	b->ht_used = 0;
 	b->grp_bytes = 0;
 	b->grp_closed = false;
+	b->ack = false;
 }
 
 void rc_tx_batch_begin(void)
@@ -202,6 +204,17 @@ void rc_tx_batch_end(void)
 		return;
 	if (--txb->depth == 0)
 		txb_flush();
+}
+
+void rc_tx_batch_note_ack(void)
+{
+	if (txb && txb->depth)
+		txb->ack = true;
+}
+
+bool rc_tx_batch_has_ack(void)
+{
+	return txb && txb->ack;
 }
 
 /* UC and UD complete a WQE once its packets have left: send what is

@@ -86,7 +86,8 @@ static void setup(void)
 	    getsockname(peer_fd, (struct sockaddr *)&sin, &sl))
 		die("peer socket");
 	peer_port = ntohs(sin.sin_port);
-	gsi_fd = cm_gsi_open(&gsi_port);
+	gsi_port = 0;
+	gsi_fd = cm_gsi_open(AF_INET, &gsi_port);
 	if (gsi_fd < 0)
 		die("gsi socket");
 }
@@ -185,7 +186,7 @@ static void deliver(const uint8_t *mad, bool spoil)
 	struct wire_pkt h;
 	struct iovec iov;
 	struct cm_peer from;
-	uint8_t m[WIRE_MAD_LEN], to_ip[4];
+	uint8_t m[WIRE_MAD_LEN], to_ip[16];
 	uint32_t icrc;
 	int hl;
 

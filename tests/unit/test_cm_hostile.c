@@ -15,6 +15,7 @@
  *    CONNECT_REQUEST it yields is well formed, and afterwards a real
  *    connection through the same listener still works.
  */
+#include "cm/addr.c"
 #include "cm/agent.c"
 #include "cm/channel.c"
 #include "cm/conn.c"
@@ -32,6 +33,16 @@
 #include "cm/peer_probe.c"
 #include "cm/qp.c"
 #include "cm/strings.c"
+
+/* 127.0.0.1 as cm/ holds it (cm/addr.h) */
+#define T_LO16 { [10] = 0xff, [11] = 0xff, 127, 0, 0, 1 }
+
+/* An IPv4 GSI socket on an ephemeral port, as the agent opens one. */
+static int gsi_open4(uint16_t *port)
+{
+	*port = 0;
+	return cm_gsi_open(AF_INET, port);
+}
 
 #include <poll.h>
 
@@ -63,11 +74,11 @@ static uint64_t xr(void)
 
 static void gsi_cases(void)
 {
-	static const uint8_t lo[4] = { 127, 0, 0, 1 };
-	uint8_t mad[WIRE_MAD_LEN], got[WIRE_MAD_LEN], to_ip[4];
-	struct cm_peer from, to = { { 127, 0, 0, 1 }, 0 };
+	static const uint8_t lo[16] = T_LO16;
+	uint8_t mad[WIRE_MAD_LEN], got[WIRE_MAD_LEN], to_ip[16];
+	struct cm_peer from, to = { .ip = T_LO16, .port = 0 };
 	uint16_t pa, pb;
-	int a = cm_gsi_open(&pa), b = cm_gsi_open(&pb);
+	int a = gsi_open4(&pa), b = gsi_open4(&pb);
 	int delivered = 0, dropped = 0;
 
 	CHECK(a >= 0 && b >= 0, "two GSI sockets (ports %u, %u)", pa, pb);
@@ -79,7 +90,7 @@ static void gsi_cases(void)
 	CHECK(cm_gsi_send(a, pa, lo, &to, 7, mad) == 0, "send a MAD");
 	usleep(10000);
 	CHECK(cm_gsi_recv(b, got, &from, to_ip) == 1 && !memcmp(got, mad, WIRE_MAD_LEN) &&
-	      from.port == pa && !memcmp(to_ip, lo, 4),
+	      from.port == pa && !memcmp(to_ip, lo, 16),
 	      "it arrives intact, with sender port and destination address");
 
 	/* Mutations of a valid packet: every one must be dropped. */
@@ -93,9 +104,9 @@ static void gsi_cases(void)
 		int hlen, len;
 		uint32_t crc;
 
-		memcpy(&sin.sin_addr, lo, 4);
-		memcpy(l3.src, lo, 4);
-		memcpy(l3.dst, lo, 4);
+		memcpy(&sin.sin_addr, lo + 12, 4);
+		memcpy(l3.src, lo + 12, 4);
+		memcpy(l3.dst, lo + 12, 4);
 		for (int kind = 0; kind < 7; kind++) {
 			for (int n = 0; n < 200; n++) {
 				struct wire_pkt p = pkt;
@@ -199,8 +210,8 @@ static void protocol_cases(void)
 	struct rdma_cm_event *ev;
 	uint16_t port = (uint16_t)t_listen_port((uint32_t)getpid());
 	int reqs = 0, bad_events = 0;
-	struct cm_peer from = { { 127, 0, 0, 1 }, 9 };
-	static const uint8_t lo[4] = { 127, 0, 0, 1 };
+	struct cm_peer from = { .ip = T_LO16, .port = 9 };
+	static const uint8_t lo[16] = T_LO16;
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	sin.sin_port = htons(port);
@@ -303,7 +314,7 @@ static void protocol_cases(void)
 /* Next MAD the fake peer received within 500 ms: its attribute, or 0. */
 static uint16_t peer_rx(int fd, struct wire_cm_msg *m)
 {
-	uint8_t mad[WIRE_MAD_LEN], to_ip[4];
+	uint8_t mad[WIRE_MAD_LEN], to_ip[16];
 	struct cm_peer from;
 
 	for (int i = 0; i < 50; i++) {
@@ -330,12 +341,12 @@ static struct rdma_cm_event *next_event(struct rdma_event_channel *ch)
  * application once. */
 static void duplicate_cases(void)
 {
-	static const uint8_t lo[4] = { 127, 0, 0, 1 };
+	static const uint8_t lo[16] = T_LO16;
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	uint16_t port = (uint16_t)(30000 + (getpid() + 7) % 20000), pport;
-	int pfd = cm_gsi_open(&pport);
-	struct cm_peer me = { { 127, 0, 0, 1 }, pport };
+	int pfd = gsi_open4(&pport);
+	struct cm_peer me = { .ip = T_LO16, .port = pport };
 	struct wire_cm_msg req, m;
 	struct wire_cma_hdr h = { .ip_version = 4, .src_port = 5555 };
 	uint8_t raw[WIRE_MAD_LEN];
@@ -468,12 +479,12 @@ static void duplicate_cases(void)
  * holds retransmission off; the REP then completes it. */
 static void retransmit_cases(void)
 {
-	static const uint8_t lo[4] = { 127, 0, 0, 1 }, any[4];
+	static const uint8_t lo[16] = T_LO16, any[16];
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	uint16_t port = (uint16_t)(30000 + (getpid() + 13) % 20000), pport, bport = port;
-	int pfd = cm_gsi_open(&pport), slot;
+	int pfd = gsi_open4(&pport), slot;
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(port) };
-	struct cm_peer peer = { { 127, 0, 0, 1 }, 0 };
+	struct cm_peer peer = { .ip = T_LO16, .port = 0 };
 	struct rdma_conn_param cp = { .qp_num = 555, .retry_count = 7, .rnr_retry_count = 7 };
 	struct wire_cm_msg m, first;
 	struct rdma_cm_id *id;
@@ -484,7 +495,7 @@ static void retransmit_cases(void)
 
 	(void)lo;
 	/* Our fake peer is the "listener" for port in the directory. */
-	slot = cm_dir_bind(WIRE_CM_PS_TCP, any, &bport, false);
+	slot = cm_dir_bind(WIRE_CM_PS_TCP, any, false, &bport, false);
 	if (!ch || pfd < 0 || slot < 0 || cm_dir_listen(slot, pport) || cm_dir_agent_register(pport)) {
 		CHECK(0, "fake listener in the directory");
 		return;
@@ -502,7 +513,7 @@ static void retransmit_cases(void)
 	      "the REQ reaches the listener found in the directory");
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t0 = ts.tv_sec + ts.tv_nsec / 1e9;
-	for (int i = 0; i < 200 && cm_gsi_recv(pfd, raw, &peer, (uint8_t[4]){ 0 }) != 1; i++)
+	for (int i = 0; i < 200 && cm_gsi_recv(pfd, raw, &peer, (uint8_t[16]){ 0 }) != 1; i++)
 		usleep(10000);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t1 = ts.tv_sec + ts.tv_nsec / 1e9;
@@ -518,7 +529,7 @@ static void retransmit_cases(void)
 	m.mra.service_timeout = 20; /* 4.3 s */
 	peer.port = cm_agent_port();
 	wire_cm_encode(&m, raw);
-	cm_gsi_send(pfd, pport, (const uint8_t[4]){ 127, 0, 0, 1 }, &peer, 1, raw);
+	cm_gsi_send(pfd, pport, (const uint8_t[16])T_LO16, &peer, 1, raw);
 	CHECK(peer_rx(pfd, &m) == 0 && peer_rx(pfd, &m) == 0 && peer_rx(pfd, &m) == 0,
 	      "after an MRA: no retransmission for 1.5 s");
 	memset(&m, 0, sizeof(m));
@@ -528,7 +539,7 @@ static void retransmit_cases(void)
 	m.rep.local_qpn = 666;
 	m.rep.starting_psn = 42;
 	wire_cm_encode(&m, raw);
-	cm_gsi_send(pfd, pport, (const uint8_t[4]){ 127, 0, 0, 1 }, &peer, 2, raw);
+	cm_gsi_send(pfd, pport, (const uint8_t[16])T_LO16, &peer, 2, raw);
 	ev = next_event(ch);
 	CHECK(ev && ev->event == RDMA_CM_EVENT_CONNECT_RESPONSE && ev->param.conn.qp_num == 666,
 	      "then the REP: CONNECT_RESPONSE with the peer's QPN");

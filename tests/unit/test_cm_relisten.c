@@ -21,6 +21,7 @@
  * 5. 40 REQs at once for ports nobody serves: only a few are held, the
  *    rest refused at once; all 40 refused by the end of the grace.
  */
+#include "cm/addr.c"
 #include "cm/agent.c"
 #include "cm/channel.c"
 #include "cm/conn.c"
@@ -39,6 +40,16 @@
 #include "cm/qp.c"
 #include "cm/strings.c"
 
+/* 127.0.0.1 as cm/ holds it (cm/addr.h) */
+#define T_LO16 { [10] = 0xff, [11] = 0xff, 127, 0, 0, 1 }
+
+/* An IPv4 GSI socket on an ephemeral port, as the agent opens one. */
+static int gsi_open4(uint16_t *port)
+{
+	*port = 0;
+	return cm_gsi_open(AF_INET, port);
+}
+
 #include <poll.h>
 
 #include "tests/lib/t_cm.h"
@@ -46,9 +57,9 @@
 
 #define CHECK(cond, ...) T_OK(cond, __VA_ARGS__)
 
-static const uint8_t lo[4] = { 127, 0, 0, 1 };
+static const uint8_t lo[16] = T_LO16;
 static int pfd = -1;                 /* the scripted peer's GSI socket */
-static struct cm_peer peer = { { 127, 0, 0, 1 }, 0 };
+static struct cm_peer peer = { .ip = T_LO16, .port = 0 };
 
 /* Deliver a MAD from the peer as the agent thread does. */
 static void peer_send(const struct wire_cm_msg *m)
@@ -64,7 +75,7 @@ static void peer_send(const struct wire_cm_msg *m)
 /* Next MAD the peer receives within ms: its attribute, or 0. */
 static uint16_t peer_rx(struct wire_cm_msg *m, int ms)
 {
-	uint8_t mad[WIRE_MAD_LEN], to_ip[4];
+	uint8_t mad[WIRE_MAD_LEN], to_ip[16];
 	struct cm_peer from;
 
 	for (int waited = 0; waited <= ms; waited += 2) {
@@ -367,7 +378,7 @@ int main(void)
 {
 	alarm(60);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	pfd = cm_gsi_open(&peer.port);
+	pfd = gsi_open4(&peer.port);
 	/* The scripted peer is on this host: the CM drops connections to a
 	 * same-host peer whose agent is not in the directory (a dead
 	 * process), so its socket is registered as an agent of ours. */
