@@ -11,4 +11,6 @@ perftest_one ib_send_bw "-R" -R -n 500
 perftest_one ib_write_bw "-R" -R -n 500
 perftest_one ib_read_bw "-R" -R -n 500
 perftest_one ib_write_bw "-R -a (2 B .. 8 MiB)" -R -a -n 20
+perftest_one ib_read_bw "-R -a (2 B .. 8 MiB)" -R -a -n 20
+perftest_one ib_send_bw "-R -a (2 B .. 8 MiB)" -R -a -n 20
 t_done
