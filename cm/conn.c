@@ -23,6 +23,7 @@
 
 #include "cm/conn.h"
 #include "cm/devices.h"
+#include "cm/iwarp_cm.h"
 #include "verbs/export.h"
 
 /* ---- listening --------------------------------------------------------- */
@@ -63,6 +64,7 @@ SRN_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	if (!err) {
 		c->state = CM_LISTEN;
 		c->backlog = backlog > 0 ? backlog : 1024;
+		err = cm_iw_listen(c); /* TCP too, for iWARP devices */
 	}
 	cm_dbg("listen id %p on port %u: %d\n", (void *)id, cm_src_port(c), err);
 	if (!err)
@@ -286,6 +288,10 @@ SRN_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 		return -1;
 	}
 	pthread_mutex_lock(&cm_lock);
+	if (cm_iw_id(c)) {
+		err = cm_iw_connect(c, p);
+		goto out;
+	}
 	err = conn_call_check(c, CM_ROUTE_RESOLVED, p, CM_REQ_PDATA);
 	if (err)
 		goto out;
@@ -487,6 +493,10 @@ SRN_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 		return -1;
 	}
 	pthread_mutex_lock(&cm_lock);
+	if (cm_iw_id(c)) {
+		err = cm_iw_accept(c, p);
+		goto out;
+	}
 	err = conn_call_check(c, CM_REQ_RCVD, p, CM_REP_PDATA);
 	if (err)
 		goto out;
@@ -554,6 +564,10 @@ static int do_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len, uint
 		return -1;
 	}
 	pthread_mutex_lock(&cm_lock);
+	if (cm_iw_id(c)) {
+		err = cm_iw_reject(c, pdata, len);
+		goto out;
+	}
 	if (c->state == CM_REQ_RCVD && id->qp_type == IBV_QPT_UD) {
 		struct wire_cm_msg m;
 		uint8_t out[WIRE_MAD_LEN];

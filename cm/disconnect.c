@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cm/conn.h"
+#include "cm/iwarp_cm.h"
 #include "verbs/export.h"
 
 /* ---- disconnection ------------------------------------------------------- */
@@ -44,7 +45,9 @@ SRN_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		return -1;
 	}
 	pthread_mutex_lock(&cm_lock);
-	switch (c->state) {
+	if (cm_iw_id(c))
+		err = cm_iw_disconnect(c, &wait);
+	else switch (c->state) {
 	case CM_ESTABLISHED:
 	case CM_REP_SENT:
 		cm_qp_to_err(c);

@@ -12,6 +12,7 @@
 #include "cm/cm.h"
 #include "net/clock.h"
 #include "cm/devices.h"
+#include "cm/iwarp_cm.h"
 #include "verbs/export.h"
 
 pthread_mutex_t cm_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -51,7 +52,7 @@ struct ibv_context *cm_device_for_ip(const uint8_t ip[16])
 				return ctxs[d];
 		}
 	}
-	return NULL;
+	return cm_iw_device_for_ip(ip); /* an iWARP device has no IP GID */
 }
 
 uint8_t cm_gid_index(struct ibv_context *ctx, const union ibv_gid *gid)
@@ -213,6 +214,7 @@ SRN_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	pthread_mutex_lock(&cm_lock);
 	cm_dbg("destroy id %p (state %d, port %u)\n", (void *)id, (int)c->state, cm_src_port(c));
 	c->destroying = true;
+	cm_iw_forget(c);
 	cm_conn_destroy(c);
 	if (c->dir_slot >= 0)
 		cm_dir_unbind(c->dir_slot);

@@ -10,6 +10,7 @@
 #include "net/shm_ring.h"
 #include "transport/direct.h"
 #include "transport/engine_policy.h"
+#include "transport/iwarp_qp.h"
 #include "transport/rc.h"
 #include "transport/steer.h"
 #include "verbs/shared_rings.h"
@@ -53,6 +54,8 @@ int srn_transport_qp_create(struct srn_qp *qp)
 
 	if (!eng)
 		return ENODEV;
+	if (qp->ctx->dev->iwarp)
+		return srn_iwqp_create(qp);
 	rc = calloc(1, sizeof(*rc));
 	if (!rc)
 		return ENOMEM;
@@ -94,6 +97,7 @@ void srn_transport_qp_destroy(struct srn_qp *qp)
 {
 	struct srn_rc_state *rc = qp->rc;
 
+	srn_iwqp_destroy(qp);
 	if (!rc)
 		return;
 	responder_ack_owed(rc); /* held back (responder.c): send it now */
@@ -271,6 +275,7 @@ void srn_transport_qp_modified(struct srn_qp *qp, enum ibv_qp_state old, int mas
 	struct srn_rc_state *rc = qp->rc;
 	enum ibv_qp_state now = qp->a.attr.qp_state;
 
+	srn_iwqp_modified(qp, old);
 	if (!rc)
 		return;
 	responder_ack_owed(rc); /* held back (responder.c): send it now */
@@ -399,6 +404,7 @@ void srn_transport_kick_sq(struct srn_qp *qp)
 {
 	struct srn_rc_state *rc = qp->rc;
 
+	srn_iwqp_kick_sq(qp);
 	if (!rc)
 		return;
 	if (rc_state(rc) == IBV_QPS_ERR) {
@@ -421,6 +427,7 @@ void srn_transport_kick_rq(struct srn_qp *qp)
 {
 	struct srn_rc_state *rc = qp->rc;
 
+	srn_iwqp_kick_rq(qp);
 	if (rc && rc_state(rc) == IBV_QPS_ERR)
 		rc_flush_rq(rc);
 }

@@ -5,11 +5,25 @@
 #include "transport/iwarp_tcp.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
+
+size_t srn_iw_mulpdu_for(int fd)
+{
+	int mss = 0;
+	socklen_t l = sizeof(mss);
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) || mss < 256)
+		mss = 1460;
+	/* length field + ULPDU a multiple of 4 (no pad), then the CRC */
+	return (size_t)(((mss - IWARP_FPDU_LEN_BYTES - IWARP_FPDU_CRC_LEN) & ~3) -
+			IWARP_FPDU_LEN_BYTES);
+}
 
 int64_t srn_iw_deadline(int timeout_ms)
 {

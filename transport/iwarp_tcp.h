@@ -49,6 +49,9 @@ struct srn_iw_mpa_params {
  * 16-bit ULPDU length allows.  0 or -ENOMEM. */
 int srn_iw_conn_init(struct srn_iw_conn *c, int fd, size_t mulpdu);
 void srn_iw_conn_fini(struct srn_iw_conn *c);
+/* The largest ULPDU for a connected socket: one FPDU per TCP segment
+ * (TCP_MAXSEG), with no pad. */
+size_t srn_iw_mulpdu_for(int fd);
 
 /* ---- MPA (transport/iwarp_mpa_conn.c) ---------------------------------- */
 

@@ -6,6 +6,7 @@
 #include "verbs/device.h"
 #include "verbs/export.h"
 #include "verbs/mr_dir.h"
+#include "transport/iwarp_qp.h"
 #include "net/settings.h"
 
 #include <errno.h>
@@ -49,6 +50,7 @@ SRN_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ic = &ctx->vctx.context;
 	ic->cmd_fd = -1;
 	ctx->dev = srn_dev(device);
+	ctx->iw_ops = ctx->dev->iwarp ? &srn_iwqp_ops : NULL;
 	do
 		ctx->mrdir_nonce = random_seed();
 	while (ctx->mrdir_nonce == 0);

@@ -151,8 +151,8 @@ static int check_init_attr(struct ibv_context *context,
 	default:
 		return EOPNOTSUPP; /* driver QPs */
 	}
-	/* iWARP has RC only, as siw; and no RC path over TCP yet */
-	if (srn_ctx(context)->dev->iwarp)
+	/* iWARP has RC only, as siw (transport/iwarp_qp.c) */
+	if (srn_ctx(context)->dev->iwarp && a->qp_type != IBV_QPT_RC)
 		return EOPNOTSUPP;
 	if (!a->pd || a->pd->context != context)
 		return EINVAL;

@@ -3,6 +3,7 @@
  * and, for INLINE, the buffer as soon as the call returns), then kick the
  * transport.  On failure *bad_wr is the first WR not posted; those before
  * it are posted. */
+#include "transport/iwarp_qp.h"
 #include "verbs/datapath.h"
 #include "verbs/mw.h"
 #include "verbs/shared_rings.h"
@@ -70,6 +71,8 @@ int srn_sq_check_wqe(const struct srn_qp *qp, struct srn_send_wqe *w)
 	if ((unsigned int)w->opcode >= 32 ||
 	    !(srn_sq_opcodes(qp->ex.qp_base.qp_type) & OP(w->opcode)))
 		return EINVAL;
+	if (qp->iw && srn_iwqp_wqe_check(w))
+		return EINVAL; /* what siw's provider refuses */
 	if (w->send_flags & ~flags_ok)
 		return EINVAL;
 	if (w->num_sge > qp->cap.max_send_sge)

@@ -94,10 +94,20 @@ struct srn_cq_ring;  /* verbs/shared_rings.h: CQ and RQ rings a peer may fill */
 struct srn_rq_ring;
 struct srn_mr_share; /* verbs/mr_share.h: memfd backing */
 
+struct srn_iw_conn;  /* transport/iwarp_tcp.h */
+/* What librdmacm calls on an iWARP QP (transport/iwarp_qp.h): the
+ * libraries export no internals to each other. */
+struct srn_iwqp_ops {
+	int (*attach)(struct ibv_qp *qp, struct srn_iw_conn *c, void (*on_close)(void *arg),
+		      void *arg);
+	void (*disconnect)(struct ibv_qp *qp);
+};
+
 struct srn_context {
 	struct verbs_context vctx;   /* ibv_context is vctx.context */
 	struct srn_device *dev;      /* the device this context opened */
 	struct srn_engine *engine;   /* this process's NIC engine for dev */
+	const struct srn_iwqp_ops *iw_ops; /* iWARP device: its QPs' hooks */
 	struct srn_async *async;     /* async events queue */
 	pthread_mutex_t lock;        /* guards the object tables below */
 	struct srn_mr **mrs;         /* MR table: slot key & (mrs_cap - 1) */
@@ -342,6 +352,7 @@ struct srn_qp_attr_cache {
 };
 
 struct srn_rc_state;             /* transport/: requester/responder/completer */
+struct srn_iwqp;
 struct srn_srq;                  /* below: shared receive queue */
 struct srn_srq_old;
 
@@ -396,6 +407,8 @@ struct srn_qp {
 	uint32_t wr_pending;         /* ibv_wr_* API: WQEs built since wr_start
 				      * (at sq.tail .. sq.tail + wr_pending) */
 	struct srn_rc_state *rc;     /* transport state, created at INIT */
+	struct srn_iwqp *iw;         /* iWARP device: its stream instead of rc
+				      * (transport/iwarp_qp.h) */
 	union ibv_gid mcast[SRN_MAX_MCAST_QP_ATTACH]; /* UD: groups attached
 				      * (verbs/mcast.c); guarded by ctx->lock,
 				      * not qp->lock, so one lock scans all QPs */

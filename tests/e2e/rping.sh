@@ -9,24 +9,7 @@
 . "$(dirname "$0")/../lib/e2e.sh"
 t_need rping
 
-rping_one() { # label count extra-args...
-	local label=$1 count=$2; shift 2
-	local port; port=$(t_port)
-	local name="rping$port"
-	if t_pair "$name" 30 "rping -s -a 127.0.0.1 -p $port -C $count -v -V $*" \
-			   "rping -c -a 127.0.0.1 -p $port -C $count -v -V $*"; then
-		local c s
-		c=$(grep -c "^ping data: rdma-ping-" "$T_TMP/$name.client")
-		s=$(grep -c "^server ping data: rdma-ping-" "$T_TMP/$name.server")
-		if [ "$c" -eq "$count" ] && [ "$s" -eq "$count" ]; then
-			t_pass "rping $label: $count pings verified on both sides, both exit 0"
-		else
-			t_fail "rping $label: client saw $c, server $s of $count pings"
-		fi
-	else
-		t_fail "rping $label"
-	fi
-}
+. "$(dirname "$0")/../lib/rping.sh"
 
 rping_one "default size" 10
 rping_one "-S 23 (smallest)" 10 -S 23

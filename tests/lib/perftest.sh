@@ -5,10 +5,10 @@
 . "$(dirname "${BASH_SOURCE[0]}")/e2e.sh"
 
 perftest_one() { # prog label args...  (PERFTEST_SECS: time limit, default 240;
-	# PERFTEST_GID: the -x GID index, default 0)
+	# PERFTEST_GID: the -x GID index, default 0; PERFTEST_DEV: the device, srn_lo)
 	local prog=$1 label=$2; shift 2
 	local port; port=$(t_port)
-	local common="-d srn_lo -x ${PERFTEST_GID:-0} -F -p $port $*"
+	local common="-d ${PERFTEST_DEV:-srn_lo} -x ${PERFTEST_GID:-0} -F -p $port $*"
 	if t_pair "$prog$port" "${PERFTEST_SECS:-240}" "$prog $common" "$prog $common 127.0.0.1" &&
 	   grep -q "#bytes" "$T_TMP/$prog$port.client" &&
 	   [ "$(grep -cE '^ +[0-9]+ +[0-9]+ ' "$T_TMP/$prog$port.client")" -ge 1 ]; then

@@ -28,6 +28,7 @@
 #include "cm/endpoint.c"
 #include "cm/gsi_net.c"
 #include "cm/id.c"
+#include "cm/iwarp_cm.c"
 #include "cm/multicast.c"
 #include "cm/peer_probe.c"
 #include "cm/qp.c"
