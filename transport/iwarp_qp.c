@@ -1,11 +1,18 @@
 /* An RC QP on an iWARP device (transport/iwarp_qp.h).
  *
- * Locks: qp->lock guards the send queue as for every QP; iw->lock, taken
- * after it, guards the stream (socket writes, the send and receive
- * state).  The receive thread places segments holding only iw->lock (so
- * a sender holding qp->lock while TCP pushes back never stops it from
- * draining the socket) and takes qp->lock afterwards, on its own, to
- * complete READs and to move the QP to ERR. */
+ * Two threads per connected QP: the receive thread reads the socket and
+ * places what arrives; the sender thread does every write (the send
+ * queue's WQEs and the answers to the peer's Read Requests, whole
+ * messages one after the other, in the order each queue gives them).
+ * Neither waits for TCP while holding a lock another needs, so a peer
+ * that pushes back in both directions at once (bidirectional READ or
+ * WRITE floods) never stops the receive thread draining the socket.
+ *
+ * Locks: qp->lock guards the send queue as for every QP, and is never
+ * held across a socket write; iw->lock, taken after it, guards the
+ * receive and shared RDMAP state (Read Response queue, ORD/IRD counts);
+ * iw->wlock serialises writes to the socket (the sender's messages and
+ * a Terminate from the receive thread). */
 #include "transport/iwarp_qp.h"
 
 #include <errno.h>
@@ -15,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "transport/iwarp_rx.h"
@@ -29,7 +37,15 @@ enum {
 };
 
 /* srn_send_wqe.state of a WQE on an iWARP QP */
-enum { IW_WQE_NEW = 0, IW_WQE_SENT, IW_WQE_DONE, IW_WQE_FAILED };
+enum { IW_WQE_NEW = 0, IW_WQE_SENDING, IW_WQE_SENT, IW_WQE_DONE, IW_WQE_FAILED };
+
+/* A Read Request to answer: the sink (peer's) STag/TO and our bytes. */
+struct iw_rresp {
+	uint32_t stag;
+	uint64_t to;
+	const void *src;
+	uint32_t len;
+};
 
 struct srn_iwqp {
 	struct srn_qp *qp;
@@ -41,6 +57,15 @@ struct srn_iwqp {
 	struct srn_iw_rx rx;
 	pthread_t thread;
 	bool thread_on;
+	pthread_t sender;
+	bool sender_on;
+	pthread_mutex_t wlock;       /* socket writes, a message at a time */
+	pthread_cond_t tx_cond;      /* (iw->lock) work for the sender */
+	bool tx_kick;                /* (iw->lock) the send queue may move */
+	uint32_t gen;                /* (qp->lock) bumped when the SQ flushes */
+	/* Read Requests to answer, in order (iw->lock); at most IRD */
+	struct iw_rresp *rr;
+	uint32_t rr_cap, rr_head, rr_tail;
 	atomic_bool stop;            /* closed locally: no on_close */
 	void (*on_close)(void *arg);
 	void *arg;
@@ -212,10 +237,16 @@ static void cb_read_request(void *arg, const struct iwarp_hdr *h)
 		iw->term_due = true;
 		return;
 	}
-	if (srn_iw_tx_read_response(&iw->conn, &iw->rx, h, p, IWQP_TX_TIMEOUT_MS)) {
-		iw->term = (struct iwarp_term_code){ IWARP_LAYER_LLP, 0, IWARP_LLP_EC_STREAM_LOST };
+	/* the receive rules keep IRD, so this holds; a guard all the same */
+	if (iw->rr_tail - iw->rr_head >= iw->rr_cap) {
+		iw->term = (struct iwarp_term_code){ IWARP_LAYER_RDMAP, IWARP_RDMAP_ET_OPERATION,
+						     IWARP_RDMAP_EC_CATASTROPHIC_STREAM };
 		iw->term_due = true;
+		return;
 	}
+	iw->rr[iw->rr_tail++ % iw->rr_cap] = (struct iw_rresp){ h->sink_stag, h->sink_to, p,
+								 h->read_size };
+	pthread_cond_signal(&iw->tx_cond);
 }
 
 static void cb_read_done(void *arg)
@@ -244,23 +275,53 @@ static const struct srn_iw_rx_ops iw_rx_ops = {
 	.terminated = cb_terminated,
 };
 
+/* From the receive thread, no lock held: a sender stuck in a write
+ * longer than the Terminate's deadline means the stream is lost anyway. */
 static void send_term(struct srn_iwqp *iw, const struct iwarp_term_code *t)
 {
 	struct iwarp_hdr h = { .opcode = IWARP_OP_TERMINATE, .qn = IWARP_QN_TERMINATE,
 			       .msn = 1, .term = *t };
+	struct timespec ts;
 
+	clock_gettime(CLOCK_REALTIME, &ts); /* timedlock's clock */
+	ts.tv_sec += IWQP_TERM_TIMEOUT_MS / 1000;
+	if (pthread_mutex_timedlock(&iw->wlock, &ts))
+		return;
 	(void)srn_iw_send_message(&iw->conn, &h, NULL, 0, IWQP_TERM_TIMEOUT_MS);
+	pthread_mutex_unlock(&iw->wlock);
 }
 
 /* ---- send queue (qp->lock held) ---------------------------------------- */
 
-/* Puts w on the wire (iw->lock held): 0, -EAGAIN (ORD reached), -EFAULT
- * (a local key failed), or the stream's error. */
-static int tx_one(struct srn_iwqp *iw, struct srn_send_wqe *w)
+/* Writes w (a copy the sender owns; its MR bytes resolved already) as
+ * one message, holding iw->wlock.  0 or the stream's error. */
+static int tx_write_wqe(struct srn_iwqp *iw, const struct srn_send_wqe *w,
+			const struct iovec *iov, int n)
 {
-	struct iovec iov[SRN_MAX_SGE];
-	int n;
+	const struct ibv_sge *s = &w->sge[0];
+	int r;
 
+	pthread_mutex_lock(&iw->wlock);
+	if (w->opcode == IBV_WR_RDMA_READ)
+		r = srn_iw_tx_read_request(&iw->conn, &iw->tx, w->num_sge ? s->lkey : 0,
+					   w->num_sge ? s->addr : 0, w->num_sge ? s->length : 0,
+					   w->rkey, w->remote_addr, IWQP_TX_TIMEOUT_MS);
+	else if (w->opcode == IBV_WR_RDMA_WRITE)
+		r = srn_iw_tx_write(&iw->conn, w->rkey, w->remote_addr, iov, n,
+				    IWQP_TX_TIMEOUT_MS);
+	else
+		r = srn_iw_tx_send(&iw->conn, &iw->tx, w->send_flags & IBV_SEND_SOLICITED,
+				   w->opcode == IBV_WR_SEND_WITH_INV, (uint32_t)w->imm_data, iov, n,
+				   IWQP_TX_TIMEOUT_MS);
+	pthread_mutex_unlock(&iw->wlock);
+	return r;
+}
+
+/* The local keys of w (qp->lock held): its gather list as iov (n
+ * pieces), or for a READ its sink checked.  -EFAULT if one fails. */
+static int tx_resolve(struct srn_iwqp *iw, struct srn_send_wqe *w, struct iovec *iov, int *n)
+{
+	*n = 0;
 	if (w->opcode == IBV_WR_RDMA_READ) {
 		const struct ibv_sge *s = &w->sge[0];
 		void *p;
@@ -269,19 +330,10 @@ static int tx_one(struct srn_iwqp *iw, struct srn_send_wqe *w)
 		    srn_mr_resolve(iw->qp->ctx, iw->qp->pd, s->lkey, false, s->addr, s->length,
 				   IBV_ACCESS_LOCAL_WRITE, &p) != SRN_MR_OK)
 			return -EFAULT;
-		return srn_iw_tx_read(&iw->conn, &iw->tx, &iw->rx, w->num_sge ? s->lkey : 0,
-				      w->num_sge ? s->addr : 0, w->num_sge ? s->length : 0, w->rkey,
-				      w->remote_addr, IWQP_TX_TIMEOUT_MS);
+		return 0;
 	}
-	n = gather(iw->qp, w, iov);
-	if (n < 0)
-		return n;
-	if (w->opcode == IBV_WR_RDMA_WRITE)
-		return srn_iw_tx_write(&iw->conn, w->rkey, w->remote_addr, iov, n,
-				       IWQP_TX_TIMEOUT_MS);
-	return srn_iw_tx_send(&iw->conn, &iw->tx, w->send_flags & IBV_SEND_SOLICITED,
-			      w->opcode == IBV_WR_SEND_WITH_INV, (uint32_t)w->imm_data, iov, n,
-			      IWQP_TX_TIMEOUT_MS);
+	*n = gather(iw->qp, w, iov);
+	return *n < 0 ? *n : 0;
 }
 
 /* Completes, in order, what is done; with flush, everything (the QP is
@@ -341,6 +393,7 @@ static void iw_error(struct srn_qp *qp, int ev)
 	struct srn_recv_wqe r;
 
 	iw->errored = true;
+	iw->gen++;
 	qp->a.attr.qp_state = qp->a.attr.cur_qp_state = IBV_QPS_ERR;
 	qp->ex.qp_base.state = IBV_QPS_ERR;
 	sq_retire(qp, true);
@@ -352,6 +405,7 @@ static void iw_error(struct srn_qp *qp, int ev)
 		iw->rwqe_have = false;
 		wc.status = IBV_WC_WR_FLUSH_ERR;
 	}
+	iw->rr_head = iw->rr_tail; /* no one is waiting for these now */
 	if (iw->attached)
 		shutdown(iw->conn.fd, SHUT_RDWR);
 	pthread_mutex_unlock(&iw->lock);
@@ -367,35 +421,135 @@ static void iw_error(struct srn_qp *qp, int ev)
 		post_qp_event_iw(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 }
 
-static void sq_run(struct srn_qp *qp)
+/* The sender has work (qp->lock may be held: iw->lock comes after it). */
+static void kick_sender(struct srn_iwqp *iw)
 {
-	struct srn_iwqp *iw = qp->iw;
-	int fail = 0;
+	pthread_mutex_lock(&iw->lock);
+	iw->tx_kick = true;
+	pthread_cond_signal(&iw->tx_cond);
+	pthread_mutex_unlock(&iw->lock);
+}
 
-	while (qp->ex.qp_base.state == IBV_QPS_RTS && iw->attached &&
-	       qp->sq.next != qp->sq.tail) {
-		struct srn_send_wqe *w = sq_slot(qp, qp->sq.next);
-		int r;
+/* The sender puts the next send queue WQE on the wire: chosen and its
+ * keys checked under qp->lock, written without it.  true if it went
+ * (there may be more). */
+static bool sq_step(struct srn_iwqp *iw)
+{
+	struct srn_qp *qp = iw->qp;
+	struct iovec iov[SRN_MAX_SGE];
+	struct srn_send_wqe copy, *w;
+	bool read;
+	uint32_t gen;
+	int n, r;
+
+	pthread_mutex_lock(&qp->lock);
+	if (atomic_load(&iw->stop) || qp->ex.qp_base.state != IBV_QPS_RTS || !iw->attached ||
+	    qp->sq.next == qp->sq.tail) {
+		srn_qp_unlock(qp);
+		return false;
+	}
+	w = sq_slot(qp, qp->sq.next);
+	read = w->opcode == IBV_WR_RDMA_READ;
+	if (read) { /* within ORD: counted now, the response cannot come first */
+		bool full;
 
 		pthread_mutex_lock(&iw->lock);
-		r = tx_one(iw, w);
+		full = iw->rx.orq_out >= iw->tx.ord;
+		if (!full)
+			iw->rx.orq_out++;
 		pthread_mutex_unlock(&iw->lock);
-		if (r == -EAGAIN)
-			break;
-		qp->sq.next++;
-		if (r == 0) {
-			w->state = w->opcode == IBV_WR_RDMA_READ ? IW_WQE_SENT : IW_WQE_DONE;
-			continue;
+		if (full) { /* the receive thread kicks when a response is in */
+			srn_qp_unlock(qp);
+			return false;
 		}
-		/* a bad local key fails its WR; a broken stream, the QP */
-		w->state = IW_WQE_FAILED;
-		w->sent = r == -EFAULT ? IBV_WC_LOC_PROT_ERR : IBV_WC_WR_FLUSH_ERR;
-		fail = r == -EFAULT ? IBV_EVENT_QP_ACCESS_ERR : IBV_EVENT_QP_FATAL;
-		break;
 	}
-	sq_retire(qp, false);
-	if (fail)
-		iw_error(qp, fail);
+	copy = *w; /* inline bytes stay put while we write */
+	r = tx_resolve(iw, &copy, iov, &n);
+	qp->sq.next++;
+	if (r) { /* a bad local key fails its WR, then the QP */
+		if (read) {
+			pthread_mutex_lock(&iw->lock);
+			iw->rx.orq_out--;
+			pthread_mutex_unlock(&iw->lock);
+		}
+		w->state = IW_WQE_FAILED;
+		w->sent = IBV_WC_LOC_PROT_ERR;
+		sq_retire(qp, false);
+		iw_error(qp, IBV_EVENT_QP_ACCESS_ERR);
+		srn_qp_unlock(qp);
+		return false;
+	}
+	/* a READ is SENT before it goes: its response may beat our relock */
+	w->state = read ? IW_WQE_SENT : IW_WQE_SENDING;
+	gen = iw->gen;
+	srn_qp_unlock(qp);
+
+	r = tx_write_wqe(iw, &copy, iov, n);
+
+	pthread_mutex_lock(&qp->lock);
+	if (iw->gen == gen) { /* else flushed meanwhile: w is not ours */
+		if (r) {
+			w->state = IW_WQE_FAILED;
+			w->sent = IBV_WC_WR_FLUSH_ERR;
+		} else if (!read) {
+			w->state = IW_WQE_DONE;
+		}
+		sq_retire(qp, false);
+		if (r && !atomic_load(&iw->stop))
+			iw_error(qp, IBV_EVENT_QP_FATAL);
+	}
+	srn_qp_unlock(qp);
+	return r == 0;
+}
+
+/* Answers one queued Read Request (iw->lock held on entry and return). */
+static void rresp_step(struct srn_iwqp *iw)
+{
+	struct iw_rresp j = iw->rr[iw->rr_head % iw->rr_cap];
+	struct iwarp_hdr req = { .sink_stag = j.stag, .sink_to = j.to, .read_size = j.len };
+	int r;
+
+	pthread_mutex_unlock(&iw->lock);
+	pthread_mutex_lock(&iw->wlock);
+	r = srn_iw_tx_read_response(&iw->conn, NULL, &req, j.src, IWQP_TX_TIMEOUT_MS);
+	pthread_mutex_unlock(&iw->wlock);
+	if (r && !atomic_load(&iw->stop)) { /* the peer takes no bytes */
+		pthread_mutex_lock(&iw->qp->lock);
+		iw_error(iw->qp, IBV_EVENT_QP_FATAL);
+		srn_qp_unlock(iw->qp);
+	}
+	pthread_mutex_lock(&iw->lock);
+	if (r == 0 && iw->rr_head != iw->rr_tail) {
+		iw->rr_head++;
+		srn_iw_rx_rresp_sent(&iw->rx);
+	}
+}
+
+/* The sender thread: Read Responses first (the peer's READs wait on
+ * them), then the send queue, one message at a time. */
+static void *tx_main(void *arg)
+{
+	struct srn_iwqp *iw = arg;
+
+	pthread_mutex_lock(&iw->lock);
+	while (!atomic_load(&iw->stop)) {
+		if (iw->rr_head != iw->rr_tail) {
+			rresp_step(iw);
+		} else if (iw->tx_kick) {
+			iw->tx_kick = false;
+			pthread_mutex_unlock(&iw->lock);
+			if (sq_step(iw)) {
+				pthread_mutex_lock(&iw->lock);
+				iw->tx_kick = true;
+			} else {
+				pthread_mutex_lock(&iw->lock);
+			}
+		} else {
+			pthread_cond_wait(&iw->tx_cond, &iw->lock);
+		}
+	}
+	pthread_mutex_unlock(&iw->lock);
+	return NULL;
 }
 
 /* n READs have all their response: the oldest ones are done. */
@@ -438,21 +592,22 @@ static void *rx_main(void *arg)
 			if (r == 1)
 				ev = IBV_EVENT_QP_FATAL;
 		}
+		reads = iw->reads_done;
+		iw->reads_done = 0;
+		pthread_mutex_unlock(&iw->lock);
 		if (r == -EPROTO || r == -EBADMSG) {
 			send_term(iw, &err);
 			ev = err.layer == IWARP_LAYER_RDMAP && err.etype == IWARP_RDMAP_ET_PROTECTION
 				     ? IBV_EVENT_QP_ACCESS_ERR
 				     : IBV_EVENT_QP_FATAL;
 		}
-		reads = iw->reads_done;
-		iw->reads_done = 0;
-		pthread_mutex_unlock(&iw->lock);
 		if (r == 0 && !reads)
 			continue;
 		pthread_mutex_lock(&qp->lock);
 		reads_complete(qp, reads);
 		if (r == 0) {
-			sq_run(qp);
+			sq_retire(qp, false);
+			kick_sender(iw); /* an ORD slot is free */
 		} else if (!atomic_load(&iw->stop)) {
 			iw_error(qp, ev);
 			ended = true;
@@ -478,6 +633,8 @@ int srn_iwqp_create(struct srn_qp *qp)
 	iw->qp = qp;
 	iw->conn.fd = -1;
 	pthread_mutex_init(&iw->lock, NULL);
+	pthread_mutex_init(&iw->wlock, NULL);
+	pthread_cond_init(&iw->tx_cond, NULL);
 	qp->iw = iw;
 	return 0;
 }
@@ -491,16 +648,23 @@ void srn_iwqp_destroy(struct srn_qp *qp)
 	atomic_store(&iw->stop, true);
 	if (iw->attached)
 		shutdown(iw->conn.fd, SHUT_RDWR);
-	if (iw->thread_on) {
-		/* the thread may be waiting for qp->lock */
-		pthread_mutex_unlock(&qp->lock);
+	pthread_mutex_lock(&iw->lock);
+	pthread_cond_signal(&iw->tx_cond);
+	pthread_mutex_unlock(&iw->lock);
+	/* the threads may be waiting for qp->lock */
+	pthread_mutex_unlock(&qp->lock);
+	if (iw->thread_on)
 		pthread_join(iw->thread, NULL);
-		pthread_mutex_lock(&qp->lock);
-	}
+	if (iw->sender_on)
+		pthread_join(iw->sender, NULL);
+	pthread_mutex_lock(&qp->lock);
 	if (iw->attached) {
 		close(iw->conn.fd);
 		srn_iw_conn_fini(&iw->conn);
 	}
+	free(iw->rr);
+	pthread_cond_destroy(&iw->tx_cond);
+	pthread_mutex_destroy(&iw->wlock);
 	pthread_mutex_destroy(&iw->lock);
 	qp->iw = NULL;
 	free(iw);
@@ -522,8 +686,8 @@ void srn_iwqp_kick_sq(struct srn_qp *qp)
 		return;
 	if (qp->ex.qp_base.state == IBV_QPS_ERR)
 		sq_retire(qp, true);
-	else
-		sq_run(qp);
+	else if (qp->iw->sender_on)
+		kick_sender(qp->iw);
 }
 
 void srn_iwqp_kick_rq(struct srn_qp *qp)
@@ -553,6 +717,12 @@ int srn_iwqp_attach(struct ibv_qp *ibqp, struct srn_iw_conn *c, void (*on_close)
 		srn_qp_unlock(qp);
 		return EINVAL;
 	}
+	iw->rr_cap = c->ird ? c->ird : 1;
+	iw->rr = calloc(iw->rr_cap, sizeof(*iw->rr));
+	if (!iw->rr) {
+		srn_qp_unlock(qp);
+		return ENOMEM;
+	}
 	iw->conn = *c;
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
@@ -563,13 +733,14 @@ int srn_iwqp_attach(struct ibv_qp *ibqp, struct srn_iw_conn *c, void (*on_close)
 	iw->attached = true;
 	qp->a.attr.qp_state = qp->a.attr.cur_qp_state = IBV_QPS_RTS;
 	qp->ex.qp_base.state = IBV_QPS_RTS;
-	if (pthread_create(&iw->thread, NULL, rx_main, iw)) {
+	iw->sender_on = !pthread_create(&iw->sender, NULL, tx_main, iw);
+	iw->thread_on = iw->sender_on && !pthread_create(&iw->thread, NULL, rx_main, iw);
+	if (!iw->thread_on) {
 		iw_error(qp, -1);
 		srn_qp_unlock(qp);
 		return EAGAIN;
 	}
-	iw->thread_on = true;
-	sq_run(qp);
+	kick_sender(iw);
 	srn_qp_unlock(qp);
 	return 0;
 }

@@ -48,22 +48,31 @@ int srn_iw_tx_write(struct srn_iw_conn *c, uint32_t rstag, uint64_t rto,
 	return srn_iw_send_message_iov(c, &h, iov, iovcnt, timeout_ms);
 }
 
-int srn_iw_tx_read(struct srn_iw_conn *c, struct srn_iw_tx *tx, struct srn_iw_rx *rx,
-		   uint32_t sink_stag, uint64_t sink_to, uint32_t len, uint32_t rstag,
-		   uint64_t rto, int timeout_ms)
+int srn_iw_tx_read_request(struct srn_iw_conn *c, struct srn_iw_tx *tx, uint32_t sink_stag,
+			   uint64_t sink_to, uint32_t len, uint32_t rstag, uint64_t rto,
+			   int timeout_ms)
 {
 	struct iwarp_hdr h = { .opcode = IWARP_OP_READ_REQ, .msn = tx->rreq_msn,
 			       .sink_stag = sink_stag, .sink_to = sink_to, .read_size = len,
 			       .src_stag = rstag, .src_to = rto };
+	int rc = srn_iw_send_message(c, &h, NULL, 0, timeout_ms);
+
+	if (rc == 0)
+		tx->rreq_msn++;
+	return rc;
+}
+
+int srn_iw_tx_read(struct srn_iw_conn *c, struct srn_iw_tx *tx, struct srn_iw_rx *rx,
+		   uint32_t sink_stag, uint64_t sink_to, uint32_t len, uint32_t rstag,
+		   uint64_t rto, int timeout_ms)
+{
 	int rc;
 
 	if (rx->orq_out >= tx->ord)
 		return -EAGAIN;
-	rc = srn_iw_send_message(c, &h, NULL, 0, timeout_ms);
-	if (rc == 0) {
-		tx->rreq_msn++;
+	rc = srn_iw_tx_read_request(c, tx, sink_stag, sink_to, len, rstag, rto, timeout_ms);
+	if (rc == 0)
 		rx->orq_out++;
-	}
 	return rc;
 }
 
@@ -74,7 +83,7 @@ int srn_iw_tx_read_response(struct srn_iw_conn *c, struct srn_iw_rx *rx,
 			       .to = req->sink_to };
 	int rc = srn_iw_send_message(c, &h, src, req->read_size, timeout_ms);
 
-	if (rc == 0)
+	if (rc == 0 && rx)
 		srn_iw_rx_rresp_sent(rx);
 	return rc;
 }

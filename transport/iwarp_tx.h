@@ -40,8 +40,15 @@ int srn_iw_tx_read(struct srn_iw_conn *c, struct srn_iw_tx *tx, struct srn_iw_rx
 		   uint32_t sink_stag, uint64_t sink_to, uint32_t len, uint32_t rstag,
 		   uint64_t rto, int timeout_ms);
 
+/* The Read Request alone, with the next MSN: for a caller that counts
+ * the outstanding Reads itself (under its own lock, before sending). */
+int srn_iw_tx_read_request(struct srn_iw_conn *c, struct srn_iw_tx *tx, uint32_t sink_stag,
+			   uint64_t sink_to, uint32_t len, uint32_t rstag, uint64_t rto,
+			   int timeout_ms);
+
 /* Answers the peer's Read Request req with the bytes at src (the region
- * its source STag/TO named, resolved and checked by the caller). */
+ * its source STag/TO named, resolved and checked by the caller).  rx
+ * NULL: the caller frees the IRD slot itself (srn_iw_rx_rresp_sent). */
 int srn_iw_tx_read_response(struct srn_iw_conn *c, struct srn_iw_rx *rx,
 			    const struct iwarp_hdr *req, const void *src, int timeout_ms);
 
