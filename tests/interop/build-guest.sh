@@ -69,18 +69,23 @@ done
 MDIR="lib/modules/$KVER"
 mkdir -p "$ROOT/usr/$MDIR"
 : >"$ROOT/etc/modules.order"
-for m in virtio_pci virtio_net crc32_generic crc32_pclmul udp_tunnel ip6_udp_tunnel ib_core \
-	ib_uverbs rdma_rxe sch_netem sch_ingress cls_matchall act_mirred ifb configfs ib_cm iw_cm \
-	rdma_cm rdma_ucm; do
-	modprobe -d "$KROOT" -S "$KVER" --show-depends "$m" | while read -r kw path _; do
-		[ "$kw" = insmod ] || continue
-		rel=${path#"$KROOT"/}
-		grep -qxF "/$rel" "$ROOT/etc/modules.order" && continue
-		mkdir -p "$(dirname "$ROOT/usr/$rel")"
-		cp "$path" "$ROOT/usr/$rel"
-		echo "/$rel" >>"$ROOT/etc/modules.order"
+# mods MODULE...: each with what it depends on, once, appended to the load order
+mods() {
+	local m kw path rel
+	for m in "$@"; do
+		modprobe -d "$KROOT" -S "$KVER" --show-depends "$m" | while read -r kw path _; do
+			[ "$kw" = insmod ] || continue
+			rel=${path#"$KROOT"/}
+			grep -qxF "/$rel" "$ROOT/etc/modules.order" && continue
+			mkdir -p "$(dirname "$ROOT/usr/$rel")"
+			cp "$path" "$ROOT/usr/$rel"
+			echo "/$rel" >>"$ROOT/etc/modules.order"
+		done
 	done
-done
+}
+mods virtio_pci virtio_net crc32_generic crc32_pclmul udp_tunnel ip6_udp_tunnel ib_core \
+	ib_uverbs rdma_rxe sch_netem sch_ingress cls_matchall act_mirred ifb configfs ib_cm iw_cm \
+	rdma_cm rdma_ucm
 SIWKO="$IO_CACHE/siw-$KVER.ko"
 if [ "${SRN_INTEROP_SIW:-0}" = 1 ] && [ ! -e "$SIWKO" ]; then
 	SRCPKG=linux-source-$(echo "$KVER" | cut -d. -f1-2)
@@ -91,7 +96,11 @@ if [ "${SRN_INTEROP_SIW:-0}" = 1 ] && [ ! -e "$SIWKO" ]; then
 		CONFIG_RDMA_SIW=m modules >"$IO_CACHE/siw-build.log" 2>&1
 	cp "$SB/$SRCPKG/drivers/infiniband/sw/siw/siw.ko" "$SIWKO"
 fi
+rm -f "$IO_OUT/SIW"
 if [ -e "$SIWKO" ]; then
+	# siw's depends (ib_core, libcrc32c) and the crc32c it asks the crypto
+	# API for (MPA CRC): no modprobe in the guest to fetch it on demand
+	mods libcrc32c crc32c_generic crc32c_intel
 	mkdir -p "$ROOT/usr/$MDIR/extra"
 	cp "$SIWKO" "$ROOT/usr/$MDIR/extra/"
 	echo "/$MDIR/extra/siw.ko" >>"$ROOT/etc/modules.order"
@@ -146,5 +155,6 @@ cp "$KROOT/boot/vmlinuz-$KVER" "$IO_OUT/vmlinuz"
 (cd "$ROOT" && find . -print0 | LC_ALL=C sort -z |
 	cpio --null -o -H newc --owner=0:0 --quiet) | gzip -6 >"$IO_OUT/initramfs.cpio.gz"
 echo "$KVER" >"$IO_OUT/KVER"
+[ -e "$SIWKO" ] && echo "siw $(modinfo -F vermagic "$SIWKO")" >"$IO_OUT/SIW"
 cat "$ROOT/etc/versions"
 io_log "modules $(wc -l <"$ROOT/etc/modules.order"), initramfs $(du -h "$IO_OUT/initramfs.cpio.gz" | cut -f1) in $IO_OUT"

@@ -117,12 +117,14 @@ io_guest() {
 }
 
 # io_host SECS CMD...: CMD through softrnic in the namespace on the bridge
-# (device $IO_HDEV, GID index 0 = ::ffff:10.77.0.1), counters at exit on
-# stderr (SOFTRNIC_LOG=debug).  Extra variables: IO_HOST_ENV.
+# (device $IO_HDEV, GID index 0 = ::ffff:10.77.0.1; with IO_IWARP=1 the
+# bridge's iWARP device of that name instead), counters at exit on stderr
+# (SOFTRNIC_LOG=debug).  Extra variables: IO_HOST_ENV.
 io_host() {
-	local secs=$1
+	local secs=$1 kind=""
 	shift
-	io_ns env SOFTRNIC_DEVICES="$IO_BR=$IO_HDEV" SOFTRNIC_LOG=debug ${IO_HOST_ENV:-} \
+	[ "${IO_IWARP:-0}" = 1 ] && kind=:iwarp
+	io_ns env SOFTRNIC_DEVICES="$IO_BR$kind=$IO_HDEV" SOFTRNIC_LOG=debug ${IO_HOST_ENV:-} \
 		timeout -k 2 "$secs" "$SOFTRNIC" run -- "$@"
 }
 

@@ -3,6 +3,7 @@
 IO_PASSES=0 IO_FAILS=0 IO_RESULTS=()
 IO_PORT=${IO_PORT:-20100} IO_CASE_PORT=0
 IO_READY_SECS=${IO_READY_SECS:-60}
+IO_PEER=rxe # the guest's stack, in case names: rxe, or siw (phase iwarp)
 
 io_result() { # PASS|FAIL NAME SECS NOTE
 	printf '%-4s %-34s %4ss  %s\n' "$1" "$2" "$3" "$4"
@@ -57,10 +58,10 @@ io_pair() {
 		io_result PASS "$name" $((SECONDS - t0)) "$note"
 		return 0
 	fi
-	io_result FAIL "$name" $((SECONDS - t0)) "softrnic exit $hrc, rxe exit $grc $note"
+	io_result FAIL "$name" $((SECONDS - t0)) "softrnic exit $hrc, $IO_PEER exit $grc $note"
 	echo "    softrnic ($hcmd):"; tail -n 12 "$L.host" | sed 's/^/    | /'
 	grep -v '^softrnic\[[0-9]*\]: [a-z_0-9]* [0-9]*$' "$L.hostlog" | tail -n 8 | sed 's/^/    | /'
-	echo "    rxe ($gcmd):"; tail -n 12 "$L.guest" | sed 's/^/    | /'
+	echo "    $IO_PEER ($gcmd):"; tail -n 12 "$L.guest" | sed 's/^/    | /'
 	return 1
 }
 
@@ -77,6 +78,6 @@ io_both() {
 		"${gargs//PORT/$IO_PORT} ${cx//IP/$IO_HOST_IP}" "$check"
 	IO_PORT=$((IO_PORT + 1))
 	IO_CASE_PORT=$IO_PORT
-	io_pair "$name/rxe-srv" guest "$secs" "${hargs//PORT/$IO_PORT} ${cx//IP/$IO_GUEST_IP}" \
+	io_pair "$name/$IO_PEER-srv" guest "$secs" "${hargs//PORT/$IO_PORT} ${cx//IP/$IO_GUEST_IP}" \
 		"${gargs//PORT/$IO_PORT} ${sx//IP/$IO_GUEST_IP}" "$check"
 }

@@ -2,7 +2,9 @@
 # The interop suite: softrnic (host side, in a network namespace, on the
 # bridge at 10.77.0.1) against Linux Soft-RoCE (rdma_rxe, rxe0 in a qemu
 # guest at 10.77.0.2), every case in both roles.  See docs/interop.md.
-#   run.sh [PHASE...]   phases: basic loss mtu (default: all three)
+#   run.sh [PHASE...]   phases: basic loss mtu (default: all three), iwarp
+# With SRN_INTEROP_SIW=1 the guest gets siw.ko and the default is iwarp:
+# softrnic's iWARP device against Linux SoftiWARP (siw0).
 # Environment: SRN_BUILD (softrnic's build, default build/), SRN_INTEROP_DIR
 # (downloads, guest, logs; default /var/tmp/softrnic-interop), IO_CASES (a
 # regex: run only the cases whose name matches).
@@ -18,13 +20,19 @@ io_need_root_qemu
 for p in ibv_rc_pingpong ib_write_bw rping ucmatose; do
 	command -v $p >/dev/null || io_skip "$p not installed"
 done
-PHASES=${*:-basic loss mtu}
+if [ "${SRN_INTEROP_SIW:-0}" = 1 ]; then
+	PHASES=${*:-iwarp}
+else
+	PHASES=${*:-basic loss mtu}
+fi
+export SRN_INTEROP_SIW
 mkdir -p "$IO_LOGS"
 # this run's logs only: the loss totals add up every loss-* log
 rm -f "$IO_LOGS"/*.host "$IO_LOGS"/*.hostlog "$IO_LOGS"/*.guest "$IO_LOGS"/loss.all
 T0=$SECONDS
 # (re)build the guest when it is missing or older than what goes into it
-if [ ! -e "$IO_OUT/initramfs.cpio.gz" ] || [ -n "$(find "$HERE/build-guest.sh" "$HERE/guest" \
+if [ ! -e "$IO_OUT/initramfs.cpio.gz" ] || { [[ $PHASES == *iwarp* ]] && [ ! -e "$IO_OUT/SIW" ]; } ||
+	[ -n "$(find "$HERE/build-guest.sh" "$HERE/guest" \
 	"$SRN_BUILD/tests/rc_stream_check" -newer "$IO_OUT/initramfs.cpio.gz" 2>/dev/null)" ]; then
 	io_log "building the guest"
 	"$HERE/build-guest.sh" >"$IO_LOGS/build.log" 2>&1 ||
@@ -36,13 +44,14 @@ HD=$IO_HDEV
 # ::ffff:10.77.0.1), rxe0 and its IPv4-mapped GID, found at boot
 PPH="-d $HD -g 0 -p PORT -c" PPG="-d \$IO_DEV -g \$IO_GID -p PORT -c"
 PTH="-d $HD -x 0 -F -p PORT" PTG="-d \$IO_DEV -x \$IO_GID -F -p PORT"
-# guest MTU: boots (again) when the phase needs another MTU than the running guest's
+# guest_at MTU [KERNEL_ARGS]: boots (again) when the phase needs another
+# MTU or stack (io_siw=1) than the running guest's
 IO_BOOTED=""
 guest_at() {
-	[ "$IO_BOOTED" = "$1" ] && return 0
+	[ "$IO_BOOTED" = "$*" ] && return 0
 	io_poweroff
-	IO_BOOTED=$1
-	io_boot "$1" || { io_result FAIL "boot-mtu$1" 0 "guest did not boot"; return 1; }
+	IO_BOOTED=$*
+	io_boot "$@" || { io_result FAIL "boot-mtu$1${2:+-$2}" 0 "guest did not boot"; return 1; }
 }
 # the checked stream: the client sends, the server checks every byte
 SCH="$SRN_BUILD/tests/rc_stream_check -d $HD -g 0 -p PORT -T 150"
@@ -141,6 +150,31 @@ phase_mtu() {
 		"ib_write_bw $PTG -m 4096 -s 65536 -n 50" chk_perf_mtu
 	IO_RPING_COUNT=10 both mtu4096-rping-16000 180 "rping -C 10 -V -v -S 16000 -p PORT" \
 		"rping -C 10 -V -v -S 16000 -p PORT" chk_rping "-s -a IP" "-c -a IP"
+}
+
+# softrnic's iWARP device (srn_ioPID on the bridge, SOFTRNIC_DEVICES=siobr0:iwarp=)
+# against siw0 in the guest: rdma_cm over TCP + MPA, then SEND, WRITE and
+# READ; perftest -R (rdma_cm, which iWARP needs) without a GID index
+phase_iwarp() {
+	local p s PR="-F -p PORT -R"
+	[ -e "$IO_OUT/SIW" ] || { io_result FAIL iwarp/siw-built 0 "no siw.ko in the guest (SRN_INTEROP_SIW=1)"; return; }
+	guest_at 1500 io_siw=1 || return
+	[ "$(io_guest 20 'echo $IO_DEV')" = siw0 ]
+	io_result $([ $? -eq 0 ] && echo PASS || echo FAIL) iwarp/siw0 0 "$(cat "$IO_OUT/SIW")"
+	IO_PEER=siw IO_IWARP=1
+	for s in 64 4000 65535; do
+		IO_RPING_COUNT=10 both iw-rping-$s 180 "rping -C 10 -V -v -S $s -p PORT" \
+			"rping -C 10 -V -v -S $s -p PORT" chk_rping "-s -a IP" "-c -a IP"
+	done
+	for p in send write read; do
+		both iw-ib_${p}_bw-R-64k 180 "ib_${p}_bw -d $HD $PR -s 65536 -n 50" \
+			"ib_${p}_bw -d \$IO_DEV $PR -s 65536 -n 50" chk_perf
+	done
+	for p in write read; do
+		both iw-ib_${p}_bw-R-1m-b 240 "ib_${p}_bw -d $HD $PR -b -s 1048576 -n 20" \
+			"ib_${p}_bw -d \$IO_DEV $PR -b -s 1048576 -n 20" chk_perf
+	done
+	IO_PEER=rxe IO_IWARP=0
 }
 
 io_log "softrnic $SRN_BUILD, guest $IO_OUT ($(cat "$IO_OUT/KVER")), logs $IO_LOGS"
