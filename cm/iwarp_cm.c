@@ -28,11 +28,17 @@
 #include "cm/addr.h"
 #include "cm/conn.h"
 #include "cm/devices.h"
+#include "net/settings.h"
 #include "transport/iwarp_tcp.h"
 #include "verbs/srn.h"
 
 enum {
 	CM_IW_MPA_MS = 10000,      /* the peer's MPA request or reply */
+	/* siw (Linux 6.1 siw_accept) sends its MPA reply before it hands
+	 * the socket's data_ready to the QP; an FPDU arriving in between is
+	 * left unread until more bytes come (docs/iwarp.md).  The active
+	 * side towards another host so sends nothing for this long. */
+	CM_IW_FIRST_FPDU_HOLD_MS = 50,
 	CM_IW_POLL_MS = 10000,     /* a bound only: shutdown() wakes a listener */
 	CM_IW_CONNECT_S = 3,       /* TCP connect, as the caller waits in it */
 	CM_IW_RD_MAX = 128,        /* SRN_MAX_RD_ATOM */
@@ -366,6 +372,7 @@ int cm_iw_accept(struct cm_id *c, const struct rdma_conn_param *p)
 	ap.ord = p ? depth(p->initiator_depth, RDMA_MAX_INIT_DEPTH) : 1;
 	ap.pdata = p ? p->private_data : NULL;
 	ap.pdata_len = p ? p->private_data_len : 0;
+	ap.want_crc = srn_setting(SRN_SET_IWARP_CRC, NULL);
 	r = srn_iw_mpa_respond(&e->conn, &e->req, &ap, false, CM_IW_MPA_MS);
 	cm_leave_backlog(c);
 	if (!r)
@@ -415,19 +422,17 @@ static int tcp_connect_once(struct cm_iw *e)
 	return -conn_open(&e->conn, fd);
 }
 
-/* A listener of this host gets the grace the IB CM gives one
- * (CM_LISTEN_GRACE_MS, cm/conn.c): perftest -R connects a second time
- * while its server is still on the way to listening again. */
+/* A refused connection is tried again for the grace the IB CM gives a
+ * listener (CM_LISTEN_GRACE_MS, cm/conn.c), whatever host it is on: the
+ * kernel's address and route resolution take a while, and perftest -R
+ * relies on that when it connects a second time while its server is
+ * still on the way to listening again (siw's, in a slow guest, too). */
 static int tcp_connect(struct cm_iw *e)
 {
 	uint64_t until = cm_now_ms() + CM_LISTEN_GRACE_MS;
-	uint8_t ip[16];
-	bool local;
 	int r;
 
-	cm_ip_from_v4(ip, &e->dst.sin_addr);
-	local = cm_ip_is_local(ip);
-	while ((r = tcp_connect_once(e)) == -ECONNREFUSED && local && cm_now_ms() < until)
+	while ((r = tcp_connect_once(e)) == -ECONNREFUSED && cm_now_ms() < until)
 		usleep(10000);
 	return r;
 }
@@ -444,6 +449,13 @@ static void *active_main(void *arg)
 
 	if (!r)
 		r = srn_iw_mpa_initiate(&e->conn, &e->ap, ppd, &plen, CM_IW_MPA_MS);
+	if (!r) {
+		uint8_t ip[16];
+
+		cm_ip_from_v4(ip, &e->dst.sin_addr);
+		if (!cm_ip_is_local(ip))
+			e->conn.tx_hold_until = srn_iw_deadline(CM_IW_FIRST_FPDU_HOLD_MS);
+	}
 	len = plen < WIRE_CM_DATA_LEN ? plen : WIRE_CM_DATA_LEN;
 	pthread_mutex_lock(&cm_lock);
 	e->thread = false;
@@ -502,6 +514,7 @@ int cm_iw_connect(struct cm_id *c, const struct rdma_conn_param *p)
 	c->own_qp = c->id.qp != NULL;
 	e->ap.ird = p ? depth(p->responder_resources, RDMA_MAX_RESP_RES) : 1;
 	e->ap.ord = p ? depth(p->initiator_depth, RDMA_MAX_INIT_DEPTH) : 1;
+	e->ap.want_crc = srn_setting(SRN_SET_IWARP_CRC, NULL);
 	if (p && p->private_data_len) {
 		memcpy(e->apd, p->private_data, p->private_data_len);
 		e->ap.pdata = e->apd;

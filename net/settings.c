@@ -64,6 +64,9 @@ const struct srn_setting srn_settings[SRN_SET_COUNT] = {
 		"65536", "QPs one opened device may hold (max_qp); more fail with ENOMEM" },
 	[SRN_SET_MAX_MR] = { "SOFTRNIC_MAX_MR", SRN_KIND_INT, 1, 1L << 20, NULL, 1L << 20, true,
 		"1048576", "MRs one opened device may hold (max_mr); more fail with ENOMEM" },
+	[SRN_SET_IWARP_CRC] = { "SOFTRNIC_IWARP_CRC", SRN_KIND_BOOL, 0, 1, NULL, 0, true, "0",
+		"1: iWARP connections ask for the MPA CRC32c (the peer must then use it); 0: only "
+		"when the peer asks" },
 };
 
 static int parse_bool(const char *t, long *val)

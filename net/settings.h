@@ -30,6 +30,7 @@ enum srn_setting_id {
 	SRN_SET_SELECTIVE_RETX,
 	SRN_SET_MAX_QP,
 	SRN_SET_MAX_MR,
+	SRN_SET_IWARP_CRC,
 	SRN_SET_COUNT
 };
 

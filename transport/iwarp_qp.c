@@ -531,6 +531,10 @@ static void *tx_main(void *arg)
 {
 	struct srn_iwqp *iw = arg;
 
+	/* the connection manager may hold the first FPDU back a moment */
+	for (int64_t left; !atomic_load(&iw->stop) &&
+			   (left = iw->conn.tx_hold_until - srn_iw_deadline(0)) > 0;)
+		usleep((useconds_t)(left < 10 ? left : 10) * 1000);
 	pthread_mutex_lock(&iw->lock);
 	while (!atomic_load(&iw->stop)) {
 		if (iw->rr_head != iw->rr_tail) {

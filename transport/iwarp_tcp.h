@@ -32,6 +32,8 @@ struct srn_iw_conn {
 				 * Read Requests we may have outstanding */
 	uint8_t rev;            /* MPA revision in use */
 	size_t mulpdu;          /* largest ULPDU this side sends */
+	int64_t tx_hold_until;  /* no FPDU before this (srn_iw_deadline
+				 * clock, ms; 0: none): see cm/iwarp_cm.c */
 	/* receive side: bytes read from the socket, not yet handed out */
 	uint8_t *rx;            /* SRN_IW_FPDU_MAX bytes */
 	size_t rx_start, rx_end;

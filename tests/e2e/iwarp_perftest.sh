@@ -21,4 +21,7 @@ for s in 65536 1048576 4194304; do
 	perftest_one ib_write_bw "-R -b -s $s" -R -b -s "$s" -n 50
 done
 perftest_one ib_send_bw "-R -b -s 4194304" -R -b -s 4194304 -n 50
+# both ends ask for the MPA CRC32c: every FPDU computed and checked
+SOFTRNIC_IWARP_CRC=1 perftest_one ib_read_bw "-R -b -s 1048576, CRC" -R -b -s 1048576 -n 50
+SOFTRNIC_IWARP_CRC=1 perftest_one ib_send_bw "-R -s 65536, CRC" -R -s 65536 -n 200
 t_done

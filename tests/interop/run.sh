@@ -174,7 +174,15 @@ phase_iwarp() {
 		both iw-ib_${p}_bw-R-1m-b 240 "ib_${p}_bw -d $HD $PR -b -s 1048576 -n 20" \
 			"ib_${p}_bw -d \$IO_DEV $PR -b -s 1048576 -n 20" chk_perf
 	done
-	IO_PEER=rxe IO_IWARP=0
+	# softrnic asks for the MPA CRC: siw MUST use it both ways
+	IO_HOST_ENV=SOFTRNIC_IWARP_CRC=1
+	IO_RPING_COUNT=10 both iw-crc-rping-4000 180 "rping -C 10 -V -v -S 4000 -p PORT" \
+		"rping -C 10 -V -v -S 4000 -p PORT" chk_rping "-s -a IP" "-c -a IP"
+	for p in write read; do
+		both iw-crc-ib_${p}_bw-R-64k 180 "ib_${p}_bw -d $HD $PR -s 65536 -n 50" \
+			"ib_${p}_bw -d \$IO_DEV $PR -s 65536 -n 50" chk_perf
+	done
+	IO_PEER=rxe IO_IWARP=0 IO_HOST_ENV=""
 }
 
 io_log "softrnic $SRN_BUILD, guest $IO_OUT ($(cat "$IO_OUT/KVER")), logs $IO_LOGS"
