@@ -3,7 +3,8 @@
  * reject, a Write and a Read Request FPDU (CRCs from an independent
  * bitwise CRC32c), a Terminate; then hostile input: every truncation,
  * flipped bytes and garbage, in buffers malloc'd to their exact length so
- * a sanitized build catches any read past the end. */
+ * a sanitized build catches any read past the end.  Last, frames Linux
+ * siw (6.1) sent in the interop bed (tests/interop, phase iwarp). */
 #include <errno.h>
 #include <string.h>
 
@@ -402,6 +403,73 @@ static void test_hostile(void)
 	T_OK(t_fails == 0, "hostile input: every answer an error code or a consistent decode");
 }
 
+/* ---- what siw sent (captured on the interop bridge) --------------------- */
+
+/* siw's MPA request as rping's client: ENHANCED flag only (siw asks for
+ * no CRC), rev 2, IRD 1 / ORD 1, no RTR, no ULP private data. */
+static const uint8_t siw_mpa_req[] = {
+	'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R', 'e', 'q', ' ', 'F', 'r', 'a', 'm', 'e',
+	0x10, 0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x01,
+};
+/* siw's reply to softrnic's request with C set (SOFTRNIC_IWARP_CRC=1):
+ * C | ENHANCED, ORD 128 / IRD 128 as ib_read_bw asked. */
+static const uint8_t siw_mpa_rep_crc[] = {
+	'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R', 'e', 'p', ' ', 'F', 'r', 'a', 'm', 'e',
+	0x50, 0x02, 0x00, 0x04, 0x00, 0x80, 0x00, 0x80,
+};
+/* rping's server on siw: its RDMA READ of 4000 bytes, then a 16-byte
+ * Send, each FPDU with siw's CRC32c (kernel crc32c shash bytes). */
+static const uint8_t siw_rreq_crc[] = {
+	0x00, 0x2e, 0x41, 0x41, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+	0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x57, 0x55, 0x12, 0x00,
+	0x00, 0x00, 0x56, 0x18, 0x49, 0x4a, 0x44, 0xc0, 0x00, 0x00, 0x0f, 0xa0,
+	0x37, 0x0e, 0x62, 0x03, 0x00, 0x00, 0x55, 0x75, 0x25, 0xc9, 0x26, 0x50,
+	0xf4, 0x24, 0xe7, 0xca,
+};
+static const uint8_t siw_send_crc[] = {
+	0x00, 0x22, 0x41, 0x43, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x84, 0x60, 0x9a, 0x12,
+};
+
+static void test_siw_frames(void)
+{
+	struct iwarp_mpa_rr rr;
+	struct iwarp_hdr h;
+	const uint8_t *u;
+	size_t ul = 0, fl = 0;
+	uint8_t bad[sizeof(siw_rreq_crc)];
+	int rc;
+
+	rc = iwarp_mpa_rr_decode(siw_mpa_req, sizeof(siw_mpa_req), &rr, &fl);
+	T_OK(rc == 0 && fl == sizeof(siw_mpa_req) && !rr.reply && rr.v2 && rr.ird == 1 &&
+	     rr.ord == 1 && !(rr.flags & IWARP_MPA_F_CRC) && !rr.p2p && !rr.write_rtr &&
+	     !rr.read_rtr && rr.pdata_len == 0, "siw's request: v2, IRD/ORD 1, no CRC, no RTR");
+	T_OK(iwarp_mpa_req_acceptable(&rr) == 0, "siw's request is acceptable");
+	rc = iwarp_mpa_rr_decode(siw_mpa_rep_crc, sizeof(siw_mpa_rep_crc), &rr, &fl);
+	T_OK(rc == 0 && rr.reply && rr.v2 && (rr.flags & IWARP_MPA_F_CRC) && rr.ird == 128 &&
+	     rr.ord == 128 && !(rr.flags & IWARP_MPA_F_REJECT),
+	     "siw's reply to a CRC request: C set, IRD/ORD 128");
+
+	rc = iwarp_fpdu_parse(siw_rreq_crc, sizeof(siw_rreq_crc), true, 0xffff, &u, &ul, &fl);
+	T_OK(rc == 0 && fl == sizeof(siw_rreq_crc), "siw's Read Request FPDU: CRC checks (%d)", rc);
+	rc = rc ? rc : iwarp_hdr_decode(u, ul, &h, NULL);
+	T_OK(rc == 0 && h.opcode == IWARP_OP_READ_REQ && h.last && h.qn == 1 && h.msn == 1 &&
+	     h.mo == 0 && h.sink_stag == 0x57551200 && h.sink_to == 0x00005618494a44c0ull &&
+	     h.read_size == 4000 && h.src_stag == 0x370e6203 &&
+	     h.src_to == 0x0000557525c92650ull, "siw's Read Request: queue 1, MSN 1, 4000 bytes");
+	memcpy(bad, siw_rreq_crc, sizeof(bad));
+	bad[30] ^= 0x01;
+	T_OK(iwarp_fpdu_parse(bad, sizeof(bad), true, 0xffff, &u, &ul, &fl) == -EBADMSG,
+	     "one flipped bit in it fails the CRC");
+
+	rc = iwarp_fpdu_parse(siw_send_crc, sizeof(siw_send_crc), true, 0xffff, &u, &ul, &fl);
+	rc = rc ? rc : iwarp_hdr_decode(u, ul, &h, NULL);
+	T_OK(rc == 0 && h.opcode == IWARP_OP_SEND && h.last && h.qn == 0 && h.msn == 1 &&
+	     h.payload_len == 16, "siw's 16-byte Send: CRC checks, queue 0, MSN 1");
+}
+
 int main(void)
 {
 	t_rand_seed(5044);
@@ -411,5 +479,6 @@ int main(void)
 	test_rreq_fpdu();
 	test_send_and_terminate();
 	test_hostile();
+	test_siw_frames();
 	return t_summary();
 }
